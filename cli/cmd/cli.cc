@@ -1,0 +1,66 @@
+#include <ostream>
+#include <vector>
+
+#include "base/error.h"
+#include "cmd/command.h"
+#include "cmd/version.h"
+
+namespace ktrain::cmd {
+
+namespace {
+
+using Adder = void (*)(CLI::App&, Env&, CommandResult&);
+
+/// Every verb, in the order `ktrain --help` lists them.
+const std::vector<Adder>& all_commands() {
+  static const std::vector<Adder> adders = {
+      add_version_command,
+  };
+  return adders;
+}
+
+void add_global_flags(CLI::App& app, GlobalOptions& g) {
+  app.add_option("--kubeconfig", g.kubeconfig, "Path to the kubeconfig file")->group("Global");
+  app.add_option("--context", g.context, "The kubeconfig context to use")->group("Global");
+  app.add_option("-n,--namespace", g.namespace_, "The namespace to use")->group("Global");
+  app.add_option("-o,--output", g.output, "Output format: table|wide|yaml|json|name")
+      ->group("Global");
+  app.add_flag("-v,--verbose", g.verbose, "Log requests and timings (repeat for more)")
+      ->group("Global");
+  app.add_flag("--no-color", g.no_color, "No colour (also NO_COLOR)")->group("Global");
+  app.add_flag("-q,--quiet", g.quiet, "Print only results and errors")->group("Global");
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, Env& env) {
+  CLI::App app{"ktrain: ML training and inference on Kubernetes, from one short project file",
+               "ktrain"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.set_version_flag("--version", std::string("ktrain ") + KTRAIN_VERSION);
+  add_global_flags(app, env.global);
+  CommandResult result;
+  for (auto add : all_commands()) add(app, env, result);
+  for (auto* sub : app.get_subcommands({})) sub->fallthrough();
+
+  try {
+    app.parse(argc, argv);
+    return result.status;
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, *env.out, *env.err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, *env.out, *env.err);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e, *env.out, *env.err);
+  } catch (const CLI::ParseError& e) {
+    *env.err << "ktrain: error: " << e.what() << "\n"
+             << "Run 'ktrain --help' (or 'ktrain VERB --help') for usage.\n";
+    return exit_code::kUsage;
+  } catch (const Error& e) {
+    *env.err << "ktrain: error: " << e.what() << "\n";
+    return e.exit_status();
+  }
+}
+
+}  // namespace ktrain::cmd

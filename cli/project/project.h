@@ -1,0 +1,170 @@
+#pragma once
+// Project: the parsed and validated ktrain.yaml (spec/ktrain-yaml.md, man/ktrain.yaml.5).
+// A plain value: parsing and validation live in project/parse.h, rendering in render/.
+// Every field here has passed validation; quantities and durations are kept as the
+// user wrote them (already checked) and, where the renderer needs a number, converted.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ktrain::project {
+
+/// An ordered list of key/value pairs (file order is kept so that output is deterministic
+/// and reads like the input).
+using StringPairs = std::vector<std::pair<std::string, std::string>>;
+
+/// `image.build`: how `ktrain build` makes the training image.
+struct ImageBuild {
+  std::string base;        ///< base image reference (required when build is given)
+  std::string repository;  ///< where to push (required when build is given)
+  std::string context;     ///< absolute path; default: the project file's folder
+  std::vector<std::string> ignore;
+  std::string workdir = "/workspace";
+  StringPairs env;
+};
+
+/// `image`: the short form sets only `ref`.
+struct Image {
+  std::string ref;  ///< the image to run; may be empty only when `build` is given
+  std::vector<std::string> pull_secrets;
+  std::optional<ImageBuild> build;
+};
+
+/// One entry of `train.volumes`. Exactly one source kind is set.
+struct Volume {
+  enum class Kind { kClaim, kConfigMap, kSecret, kEmptyDir };
+  Kind kind = Kind::kClaim;
+  std::string source;  ///< the claim/configMap/secret name (empty for emptyDir)
+  std::string mount;   ///< absolute path in the container
+  bool read_only = false;
+};
+
+/// One entry of `train.envFrom` (`secret/NAME` or `configMap/NAME`).
+struct EnvFrom {
+  enum class Kind { kSecret, kConfigMap };
+  Kind kind = Kind::kSecret;
+  std::string name;
+};
+
+/// `train.sweep`: a grid, parameters in file order, values in file order.
+struct SweepParam {
+  std::string name;  ///< as written (lr); reaches the job as KTRAIN_PARAM_<NAME upper-cased>
+  std::vector<std::string> values;
+};
+
+/// `train`.
+struct Train {
+  std::vector<std::string> command;     ///< required, non-empty
+  std::string framework = "pytorch";    ///< pytorch | paddle | tensorflow | jax | none
+  int nodes = 1;                        ///< >= 1
+  int gpus = 0;                         ///< per node, >= 0
+  std::string mig;                      ///< e.g. "1g.10gb": GPUs become nvidia.com/mig-<mig>
+  std::string gpu_type;                 ///< -> nodeSelector nvidia.com/gpu.product
+  std::string cpu;                      ///< Kubernetes quantity, "" = unset
+  std::string memory;                   ///< Kubernetes quantity, "" = unset
+  std::string shm;                      ///< size of /dev/shm (memory emptyDir), "" = none
+  StringPairs env;
+  std::vector<EnvFrom> env_from;
+  std::vector<Volume> volumes;
+  int restarts = 0;                          ///< backoffLimit
+  std::optional<std::int64_t> deadline_s;    ///< activeDeadlineSeconds
+  std::optional<std::int64_t> ttl_s;         ///< ttlSecondsAfterFinished
+  std::string preflight = "quick";           ///< off | quick | full
+  std::vector<SweepParam> sweep;             ///< empty = no sweep
+};
+
+/// A toleration, from "key=value:Effect", "key:Effect", "key" or a full object.
+struct Toleration {
+  std::string key;
+  std::string op;  ///< "Equal" or "Exists"
+  std::string value;
+  std::string effect;  ///< "", NoSchedule, PreferNoSchedule, NoExecute
+  std::optional<std::int64_t> toleration_seconds;
+};
+
+/// `scheduling`.
+struct Scheduling {
+  std::string queue;          ///< Kueue LocalQueue name
+  std::string gang = "none";  ///< none | kueue | volcano
+  std::string priority;       ///< priorityClassName
+  StringPairs node_selector;
+  std::vector<Toleration> tolerations;
+  bool tolerations_set = false;  ///< the user wrote `tolerations` (even empty): no default GPU toleration
+  std::string runtime_class;
+};
+
+/// `security`.
+struct Security {
+  std::optional<std::int64_t> run_as_user;
+  std::optional<std::int64_t> run_as_group;
+  std::optional<std::int64_t> fs_group;
+  bool run_as_non_root = true;
+  std::vector<std::string> add_capabilities;  ///< all others are dropped
+};
+
+/// An HTTP GET probe of `serve`.
+struct Probe {
+  std::string path;  ///< starts with '/'
+  int port = 0;      ///< 0 = serve.port
+  int initial_delay_s = 0;
+  int period_s = 10;
+  int failure_threshold = 3;
+};
+
+/// A Pods metric for the HPA (through the custom metrics API).
+struct PodsMetric {
+  std::string name;
+  std::string target;  ///< average value, a quantity
+};
+
+/// `serve.autoscale`.
+struct Autoscale {
+  int min = 1;
+  int max = 1;
+  std::optional<int> cpu;  ///< target average CPU utilisation, percent
+  std::optional<PodsMetric> metric;
+};
+
+/// `serve.rollout`: int or percentage strings as Kubernetes takes them.
+struct Rollout {
+  nlohmann::json max_surge = 1;        ///< int or "25%"
+  nlohmann::json max_unavailable = 0;  ///< int or "25%"
+};
+
+/// `serve`: an inference service.
+struct Serve {
+  std::vector<std::string> command;  ///< empty = the image's entrypoint
+  int port = 0;                      ///< required, 1..65535
+  int gpus = 0;
+  std::string cpu;
+  std::string memory;
+  StringPairs env;
+  std::optional<int> replicas;  ///< fixed count; with autoscale, the HPA owns the count
+  std::optional<Autoscale> autoscale;
+  std::optional<Probe> readiness;
+  std::optional<Probe> liveness;
+  Rollout rollout;
+};
+
+/// The whole project file.
+struct Project {
+  std::string file;       ///< where it was read from ("-" for stdin)
+  std::string directory;  ///< the folder of the project file (absolute)
+  std::string name;       ///< DNS-1123 label, <= 40 characters
+  std::string namespace_; ///< "" = the kubeconfig context's namespace, else "default"
+  StringPairs labels;
+  Image image;
+  std::optional<Train> train;
+  Scheduling scheduling;
+  Security security;
+  std::optional<Serve> serve;
+  /// RFC 7386 merge patches, by rendered kind (Job, Service, Deployment, ...), in file order.
+  std::vector<std::pair<std::string, nlohmann::ordered_json>> patches;
+};
+
+}  // namespace ktrain::project

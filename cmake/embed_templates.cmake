@@ -1,0 +1,23 @@
+# Writes OUT, a C++ file that holds every templates/*.yaml as a string, for
+# render/templates.h. Run with cmake -DOUT=... -DDIR=... -P embed_templates.cmake.
+file(GLOB files RELATIVE ${DIR} ${DIR}/*.yaml)
+list(SORT files)
+set(body "// Generated from templates/ by cmake/embed_templates.cmake. Do not edit.\n")
+string(APPEND body "#include \"render/templates.h\"\n\nnamespace ktrain::render {\n\n")
+string(APPEND body "const std::vector<EmbeddedTemplate>& embedded_templates() {\n")
+string(APPEND body "  static const std::vector<EmbeddedTemplate> all = {\n")
+foreach(f ${files})
+  file(READ ${DIR}/${f} content)
+  string(APPEND body "      {\"${f}\", R\"ktrain_template(${content})ktrain_template\"},\n")
+endforeach()
+string(APPEND body "  };\n  return all;\n}\n\n}  // namespace ktrain::render\n")
+get_filename_component(outdir ${OUT} DIRECTORY)
+file(MAKE_DIRECTORY ${outdir})
+# Only rewrite when the content changed, so that nothing rebuilds needlessly.
+if(EXISTS ${OUT})
+  file(READ ${OUT} old)
+  if(old STREQUAL body)
+    return()
+  endif()
+endif()
+file(WRITE ${OUT} "${body}")
