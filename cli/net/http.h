@@ -1,0 +1,103 @@
+#pragma once
+// The HTTP transport seam. Everything that talks to a server (the Kubernetes API
+// server, an OCI registry) goes through HttpTransport, so unit tests use scripted
+// fakes and only net/curl_transport.cc touches libcurl. Auth, retries and rate
+// limits wrap a transport (decorators); they are not scattered through callers.
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+
+namespace ktrain::net {
+
+/// TLS settings of one request (from a kubeconfig cluster/user or registry settings).
+struct TlsConfig {
+  std::string ca_file;                ///< PEM bundle to trust ("" = system trust store)
+  std::string ca_pem;                 ///< PEM data to trust (kubeconfig *-data), alternative to ca_file
+  bool insecure_skip_verify = false;  ///< never verify the server (kubeconfig insecure-skip-tls-verify)
+  std::string server_name;            ///< name to verify instead of the URL's host (tls-server-name)
+  std::string client_cert_pem;        ///< client certificate (PEM data)
+  std::string client_key_pem;         ///< its private key (PEM data)
+};
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+/// One HTTP request.
+struct Request {
+  std::string method = "GET";
+  std::string url;
+  Headers headers;
+  std::string body;
+  TlsConfig tls;
+  std::string proxy;  ///< proxy URL ("" = none; the usual *_proxy variables are not used implicitly)
+  std::chrono::milliseconds connect_timeout{10'000};
+  /// Whole-request limit; 0 = none (watches and followed logs run for as long as they run).
+  std::chrono::milliseconds timeout{0};
+  /// Abort when no byte arrives for this long; 0 = never.
+  std::chrono::milliseconds read_timeout{0};
+  /// When set, response body bytes are handed here as they arrive (and not kept in
+  /// Response::body). Return false to stop the transfer.
+  std::function<bool(std::string_view)> on_data;
+  /// When set, called once with the status and headers before any on_data call.
+  std::function<void(int status, const Headers& headers)> on_headers;
+  /// Text for logs (-v) instead of the URL, when the URL itself carries a secret.
+  std::string log_label;
+};
+
+/// What kind of failure happened below HTTP.
+enum class TransportFailure {
+  kNone,
+  kResolve,        ///< the host name did not resolve
+  kConnect,        ///< connection refused or unreachable
+  kTls,            ///< TLS handshake or certificate verification failed
+  kTimeout,        ///< connect, read or whole-request timeout
+  kDropped,        ///< the connection closed before the response was complete
+  kAborted,        ///< on_data returned false
+  kOther,
+};
+
+/// One HTTP response (or a transport failure, when status == 0 and failure != kNone).
+struct Response {
+  int status = 0;
+  Headers headers;
+  std::string body;
+  std::string http_version;  ///< "1.1", "2"
+  TransportFailure failure = TransportFailure::kNone;
+  std::string failure_message;  ///< libcurl's words, for messages
+
+  /// The first header named `name` (case-insensitive), if any.
+  std::optional<std::string> header(std::string_view name) const;
+  bool ok() const { return failure == TransportFailure::kNone && status >= 200 && status < 300; }
+};
+
+/// A failure below HTTP, as an Error with exit status 3 (cannot reach the server).
+class TransportError : public Error {
+ public:
+  TransportError(const std::string& message, TransportFailure failure)
+      : Error(message, exit_code::kUnreachable), failure_(failure) {}
+  TransportFailure failure() const { return failure_; }
+
+ private:
+  TransportFailure failure_;
+};
+
+/// Sends HTTP requests. Abstract so it can be faked; the real one is CurlTransport
+/// (net/curl_transport.h). Implementations are safe to call from several threads.
+class HttpTransport {
+ public:
+  virtual ~HttpTransport() = default;
+  /// Performs `req` and waits for the whole response. A failure below HTTP comes back
+  /// as a Response with `failure` set (it does not throw), so callers decide on retries.
+  virtual Response perform(const Request& req) = 0;
+  /// Performs all `reqs` concurrently (HTTP/2 multiplexing where the server offers it,
+  /// else parallel connections) and waits for all; responses in the order of `reqs`.
+  virtual std::vector<Response> perform_all(const std::vector<Request>& reqs) = 0;
+};
+
+}  // namespace ktrain::net
