@@ -1,0 +1,107 @@
+#pragma once
+// The one interface the run verbs use (submit, list, status, logs, delete): a
+// verb is written once for both backends. KubeBackend (backend/kube_backend.h)
+// speaks REST to the API server; LocalBackend (backend/local_backend.h) runs the
+// job's nodes as ktrain-launch processes on this machine.
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "project/project.h"
+
+namespace ktrain::backend {
+
+/// The state of a whole run, as `ktrain list` shows it.
+enum class RunState { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+/// "Pending", "Running", "Succeeded", "Failed", "Unknown".
+const char* to_string(RunState s);
+
+/// One row of `ktrain list`.
+struct RunSummary {
+  std::string name;
+  std::string namespace_;  ///< "" for local runs
+  RunState state = RunState::kUnknown;
+  int nodes = 0;
+  int gpus = 0;  ///< per node
+  std::chrono::system_clock::time_point created;
+};
+
+/// One rank (node/pod) of a run, as `ktrain status` shows it.
+struct RankStatus {
+  int index = 0;
+  std::string pod;    ///< pod name, or "node-N" locally
+  std::string phase;  ///< Pending, Running, Succeeded, Failed
+  std::string node;   ///< Kubernetes node, or the host name locally
+  int restarts = 0;
+  std::optional<int> exit_code;
+  std::string reason;   ///< OOMKilled, Error, ImagePullBackOff, Unschedulable, ...
+  std::string message;  ///< termination message or the scheduler's words
+};
+
+/// Everything `ktrain status RUN` shows.
+struct RunStatus {
+  RunSummary summary;
+  std::vector<std::string> conditions;  ///< "Complete", "Failed: BackoffLimitExceeded", ...
+  std::vector<RankStatus> ranks;
+  /// Why the run is pending or failing, in plain words (from conditions and events).
+  std::vector<std::string> explanations;
+  std::optional<std::chrono::system_clock::time_point> started;
+  std::optional<std::chrono::system_clock::time_point> finished;
+};
+
+/// Options of `ktrain submit`.
+struct SubmitOptions {
+  std::string run_id;            ///< "" = a fresh random id
+  bool dry_run_server = false;   ///< cluster only: ask the server to validate without persisting
+};
+
+/// What submit made.
+struct SubmitResult {
+  std::vector<std::string> runs;  ///< run names (several for a sweep)
+  std::vector<std::string> objects;  ///< "job.batch/NAME" etc., for -o name
+};
+
+/// Options of `ktrain logs`.
+struct LogOptions {
+  bool follow = false;
+  std::optional<int> rank;
+  std::optional<std::chrono::system_clock::time_point> since;
+  std::optional<int> tail;
+  bool timestamps = false;
+  bool previous = false;
+  std::string container;
+};
+
+/// One line of a run's log.
+struct LogLine {
+  int rank = 0;
+  std::string text;  ///< without the trailing newline
+  std::string timestamp;  ///< RFC 3339 with nanoseconds, when known
+};
+
+/// Where log lines go; returns false to stop. Called from one thread at a time.
+using LogSink = std::function<bool(const LogLine&)>;
+
+/// Runs jobs somewhere. Abstract; the verbs hold a Backend&.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /// Starts the project's training job (one run per sweep combination).
+  virtual SubmitResult submit(const project::Project& project, const SubmitOptions& opts) = 0;
+  /// The runs this backend knows, newest first.
+  virtual std::vector<RunSummary> list(bool all_namespaces) = 0;
+  /// The status of one run; throws Error (exit 1) "run X not found" when unknown.
+  virtual RunStatus status(const std::string& run) = 0;
+  /// Streams the run's logs into `sink` (until the run ends when following).
+  virtual void logs(const std::string& run, const LogOptions& opts, const LogSink& sink) = 0;
+  /// Deletes everything the run created; stops it if running.
+  virtual void remove(const std::string& run) = 0;
+};
+
+}  // namespace ktrain::backend
