@@ -1,6 +1,37 @@
-// ktrain-launch: placeholder entry point until the launcher lands.
-#include <cstdio>
-int main() {
-  std::fprintf(stderr, "ktrain-launch: not implemented yet\n");
-  return 78;
+// ktrain-launch: the entrypoint of every training container. Thin: parses the
+// configuration and hands it to run_launcher().
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/config.h"
+#include "runtime/error.h"
+#include "runtime/launcher.h"
+#include "runtime/termination_log.h"
+#include "runtime/version.h"
+
+int main(int argc, char** argv) {
+  using namespace ktrain::launch;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto env = environment_map();
+  Config config;
+  try {
+    config = parse_config(args, env);
+  } catch (const LaunchError& e) {
+    log_line(std::string("error: ") + e.what());
+    auto it = env.find("KTRAIN_TERMINATION_LOG");
+    write_termination_log(
+        it != env.end() && !it->second.empty() ? it->second : "/dev/termination-log", e.what());
+    return e.status();
+  }
+  if (config.help) {
+    std::string text = help_text();
+    return ::write(STDOUT_FILENO, text.data(), text.size()) < 0 ? 1 : 0;
+  }
+  if (config.version) {
+    std::string text = std::string("ktrain-launch ") + version() + "\n";
+    return ::write(STDOUT_FILENO, text.data(), text.size()) < 0 ? 1 : 0;
+  }
+  return run_launcher(config, env);
 }

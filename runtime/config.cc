@@ -1,0 +1,301 @@
+#include "runtime/config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "runtime/error.h"
+
+extern char** environ;
+
+namespace ktrain::launch {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+const std::string* lookup(const Env& env, const std::string& name) {
+  auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) return nullptr;
+  return &it->second;
+}
+
+long parse_long(const std::string& text, const std::string& where, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0) {
+    config_error(where + ": '" + text + "' is not a whole number");
+  }
+  if (v < lo || v > hi) {
+    config_error(where + ": " + text + " is out of range (" + std::to_string(lo) + ".." +
+                 std::to_string(hi) + ")");
+  }
+  return v;
+}
+
+double parse_seconds(const std::string& text, const std::string& where, bool allow_zero) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(v)) {
+    config_error(where + ": '" + text + "' is not a number of seconds");
+  }
+  if (v < 0 || (!allow_zero && v == 0)) {
+    config_error(where + ": " + text + " must be " + (allow_zero ? "at least 0" : "more than 0"));
+  }
+  return v;
+}
+
+Framework parse_framework(const std::string& text, const std::string& where) {
+  if (text == "pytorch") return Framework::kPytorch;
+  if (text == "paddle") return Framework::kPaddle;
+  if (text == "tensorflow") return Framework::kTensorflow;
+  if (text == "jax") return Framework::kJax;
+  if (text == "none") return Framework::kNone;
+  config_error(where + ": unknown framework '" + text +
+               "' (expected pytorch, paddle, tensorflow, jax or none)");
+}
+
+Preflight parse_preflight(const std::string& text, const std::string& where) {
+  if (text == "off") return Preflight::kOff;
+  if (text == "quick") return Preflight::kQuick;
+  if (text == "full") return Preflight::kFull;
+  config_error(where + ": unknown preflight level '" + text + "' (expected off, quick or full)");
+}
+
+int parse_nproc(const std::string& text, const std::string& where) {
+  if (text == "auto") return 0;
+  return static_cast<int>(parse_long(text, where, 1, 4096));
+}
+
+// The flags that take a value, with the variable each one overrides.
+struct FlagSpec {
+  const char* flag;
+  const char* variable;
+};
+constexpr FlagSpec kValueFlags[] = {
+    {"--nnodes", "KTRAIN_NNODES"},
+    {"--node-rank", "KTRAIN_NODE_RANK"},
+    {"--nproc-per-node", "KTRAIN_NPROC_PER_NODE"},
+    {"--master-addr", "KTRAIN_MASTER_ADDR"},
+    {"--rdzv-port", "KTRAIN_RDZV_PORT"},
+    {"--master-port", "KTRAIN_MASTER_PORT"},
+    {"--framework", "KTRAIN_FRAMEWORK"},
+    {"--preflight", "KTRAIN_PREFLIGHT"},
+    {"--rdzv-timeout", "KTRAIN_RDZV_TIMEOUT"},
+    {"--grace-period", "KTRAIN_GRACE_PERIOD"},
+};
+
+}  // namespace
+
+const char* framework_name(Framework f) {
+  switch (f) {
+    case Framework::kPytorch:
+      return "pytorch";
+    case Framework::kPaddle:
+      return "paddle";
+    case Framework::kTensorflow:
+      return "tensorflow";
+    case Framework::kJax:
+      return "jax";
+    case Framework::kNone:
+      break;
+  }
+  return "none";
+}
+
+const char* preflight_name(Preflight p) {
+  switch (p) {
+    case Preflight::kQuick:
+      return "quick";
+    case Preflight::kFull:
+      return "full";
+    case Preflight::kOff:
+      break;
+  }
+  return "off";
+}
+
+Config parse_config(const std::vector<std::string>& args, const Env& env) {
+  Config c;
+  // Flags first: each value flag is stored under its variable's name, so that
+  // "flag, else variable" is one lookup below.
+  Env given;                                 // variable name -> value from a flag
+  std::map<std::string, std::string> where;  // variable name -> how it was given
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "--help" || a == "-h") {
+      c.help = true;
+      return c;
+    }
+    if (a == "--version") {
+      c.version = true;
+      return c;
+    }
+    if (a.rfind("--", 0) != 0) break;  // the command starts without "--"
+    std::string name = a, value;
+    bool inline_value = false;
+    if (size_t eq = a.find('='); eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      inline_value = true;
+    }
+    const FlagSpec* spec = nullptr;
+    for (const auto& f : kValueFlags) {
+      if (name == f.flag) spec = &f;
+    }
+    if (!spec) config_error("unknown flag '" + name + "' (see ktrain-launch --help)");
+    if (!inline_value) {
+      if (i + 1 >= args.size()) config_error(name + " needs a value");
+      value = args[++i];
+    }
+    given[spec->variable] = value;
+    where[spec->variable] = name;
+  }
+  c.command.assign(args.begin() + static_cast<long>(i), args.end());
+
+  // value(var): the flag's value, else the variable's; `origin` says which.
+  auto value = [&](const std::string& var, std::string& origin) -> const std::string* {
+    if (auto it = given.find(var); it != given.end()) {
+      origin = where[var];
+      return &it->second;
+    }
+    origin = var;
+    return lookup(env, var);
+  };
+  std::string origin;
+
+  if (auto* v = lookup(env, "KTRAIN_RUN")) c.run = *v;
+  if (auto* v = value("KTRAIN_NNODES", origin)) {
+    c.nnodes = static_cast<int>(parse_long(*v, origin, 1, 100000));
+  }
+  if (auto* v = value("KTRAIN_NODE_RANK", origin)) {
+    c.node_rank = static_cast<int>(parse_long(*v, origin, 0, 100000));
+  } else if (auto* j = lookup(env, "JOB_COMPLETION_INDEX")) {
+    c.node_rank = static_cast<int>(parse_long(*j, "JOB_COMPLETION_INDEX", 0, 100000));
+  } else if (c.nnodes > 1) {
+    config_error(
+        "the node rank is not set: set KTRAIN_NODE_RANK or JOB_COMPLETION_INDEX, or "
+        "pass --node-rank (KTRAIN_NNODES is " +
+        std::to_string(c.nnodes) + ")");
+  }
+  if (c.node_rank >= c.nnodes) {
+    config_error("node rank " + std::to_string(c.node_rank) + " is not below the node count " +
+                 std::to_string(c.nnodes));
+  }
+  if (auto* v = lookup(env, "KTRAIN_GPUS")) {
+    c.gpus = static_cast<int>(parse_long(*v, "KTRAIN_GPUS", 0, 4096));
+    c.gpus_given = true;
+  }
+  if (auto* v = value("KTRAIN_NPROC_PER_NODE", origin)) c.nproc_per_node = parse_nproc(*v, origin);
+  if (auto* v = value("KTRAIN_FRAMEWORK", origin)) c.framework = parse_framework(*v, origin);
+  if (auto* v = value("KTRAIN_PREFLIGHT", origin)) c.preflight = parse_preflight(*v, origin);
+  if (auto* v = value("KTRAIN_MASTER_ADDR", origin)) {
+    c.master_addr = *v;
+  } else if (c.nnodes == 1) {
+    c.master_addr = "127.0.0.1";
+  } else {
+    config_error(
+        "the rendezvous address is not set: set KTRAIN_MASTER_ADDR or pass "
+        "--master-addr (node 0's address, e.g. <run>-0.<run>)");
+  }
+  if (auto* v = value("KTRAIN_RDZV_PORT", origin)) {
+    c.rdzv_port = static_cast<int>(parse_long(*v, origin, 1, 65535));
+  }
+  if (auto* v = value("KTRAIN_MASTER_PORT", origin)) {
+    c.master_port = static_cast<int>(parse_long(*v, origin, 1, 65535));
+  }
+  if (auto* v = value("KTRAIN_RDZV_TIMEOUT", origin)) {
+    c.rdzv_timeout_s = parse_seconds(*v, origin, false);
+  }
+  if (auto* v = value("KTRAIN_GRACE_PERIOD", origin)) {
+    c.grace_period_s = parse_seconds(*v, origin, true);
+  }
+  if (auto* v = lookup(env, "KTRAIN_RDZV_SECRET")) c.secret = *v;
+  if (auto* v = lookup(env, "KTRAIN_POD_IP")) c.pod_ip = *v;
+  if (auto* v = lookup(env, "KTRAIN_TERMINATION_LOG")) c.termination_log = *v;
+  if (auto* v = lookup(env, "KTRAIN_GPUCHECK")) c.gpucheck_path = *v;
+  if (auto* v = lookup(env, "KTRAIN_MIN_BUSBW")) {
+    c.min_busbw_gbps = parse_seconds(*v, "KTRAIN_MIN_BUSBW", true);
+  }
+
+  if (c.nnodes > 1 && c.secret.empty()) {
+    config_error(
+        "KTRAIN_RDZV_SECRET is not set: a multi-node rendezvous needs the per-run "
+        "secret (the Job reads it from the Secret <run>-rdzv)");
+  }
+  if (c.nnodes > 1 && c.master_port == c.rdzv_port) {
+    config_error("the master port and the rendezvous port are both " + std::to_string(c.rdzv_port) +
+                 ": they must differ");
+  }
+  if (c.gpus > 0 && c.nproc_per_node > c.gpus) {
+    config_error(std::to_string(c.nproc_per_node) + " processes per node but only " +
+                 std::to_string(c.gpus) + " GPUs per node: at most one process per GPU");
+  }
+  if (c.gpus > 0 && c.nproc_per_node > 0 && c.gpus % c.nproc_per_node != 0) {
+    config_error(std::to_string(c.gpus) + " GPUs cannot be shared evenly by " +
+                 std::to_string(c.nproc_per_node) + " processes per node");
+  }
+  if (c.command.empty()) {
+    config_error("no command to run: usage: ktrain-launch [options] -- COMMAND [ARGS...]");
+  }
+  return c;
+}
+
+Env environment_map() {
+  Env env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return env;
+}
+
+std::string help_text() {
+  return R"(usage: ktrain-launch [options] -- COMMAND [ARGS...]
+
+Starts COMMAND once per process on this node after a rendezvous with the other
+nodes, with the environment of the chosen framework's own launcher, and
+supervises the workers (signals, orphans, fail-fast, output prefixed by rank).
+
+options (each overrides the variable named after it):
+  --nnodes N              number of nodes                        KTRAIN_NNODES (1)
+  --node-rank R           this node's rank                       KTRAIN_NODE_RANK, else
+                                                                 JOB_COMPLETION_INDEX
+  --nproc-per-node N|auto workers on this node; auto = GPUs found, KTRAIN_NPROC_PER_NODE (auto)
+                          1 without GPUs (tensorflow: 1)
+  --master-addr A         node 0's rendezvous address            KTRAIN_MASTER_ADDR
+  --rdzv-port P           node 0's rendezvous TCP port           KTRAIN_RDZV_PORT (29400)
+  --master-port P         the framework's master port            KTRAIN_MASTER_PORT (29500)
+  --framework F           pytorch|paddle|tensorflow|jax|none     KTRAIN_FRAMEWORK (none)
+  --preflight L           off|quick|full GPU/NCCL checks         KTRAIN_PREFLIGHT (off)
+  --rdzv-timeout S        seconds to wait for every node         KTRAIN_RDZV_TIMEOUT (900)
+  --grace-period S        SIGTERM -> SIGKILL grace in seconds    KTRAIN_GRACE_PERIOD (25)
+  --help                  this text
+  --version               the version
+
+other variables:
+  KTRAIN_RUN              run name (TORCHELASTIC_RUN_ID)
+  KTRAIN_GPUS             GPUs per node; fewer visible is an error (77); 0 skips GPU checks
+  KTRAIN_RDZV_SECRET      per-run secret for the rendezvous challenge-response (nodes > 1)
+  KTRAIN_POD_IP           this node's address for worker endpoints
+  KTRAIN_MIN_BUSBW        minimum all-reduce busbw in GB/s for the full preflight
+  KTRAIN_TERMINATION_LOG  where the one-line cause goes (/dev/termination-log)
+  KTRAIN_GPUCHECK         the GPU helper (default: ktrain-gpucheck next to the launcher)
+  JOB_COMPLETION_INDEX    node rank when KTRAIN_NODE_RANK is not set
+  KTRAIN_PARAM_<NAME>     sweep parameters, passed to workers unchanged
+
+exit status: the failing worker's own status (128+signal when killed), 0 on
+success, 75 stopped because a peer failed, 76 rendezvous failed, 77 GPU/NCCL
+preflight failed, 78 configuration error; 128+signal when stopped by a signal.
+)";
+}
+
+}  // namespace ktrain::launch

@@ -1,0 +1,41 @@
+#pragma once
+// The launcher's own error type and exit statuses (no dependency on cli/).
+
+#include <stdexcept>
+#include <string>
+
+namespace ktrain::launch {
+
+/// Exit statuses of ktrain-launch (man/ktrain-launch.1, EXIT STATUS). A failing
+/// local worker's own status (128+signal when killed) is passed through as is.
+namespace exit_status {
+inline constexpr int kOk = 0;
+inline constexpr int kPeerFailed = 75;  ///< stopped because another worker or node failed
+inline constexpr int kRendezvous = 76;  ///< rendezvous failed: timeout, refused secret, bad world
+inline constexpr int kPreflight = 77;   ///< GPU/NCCL preflight failed, or GPUs asked for but absent
+inline constexpr int kConfig = 78;      ///< bad or missing configuration, no command
+}  // namespace exit_status
+
+/// An error with a one-line human message and the launcher exit status it maps to.
+class LaunchError : public std::runtime_error {
+ public:
+  LaunchError(int status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+
+  /// The exit status the launcher returns for this error.
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+/// Throws LaunchError(kConfig, message).
+[[noreturn]] void config_error(const std::string& message);
+
+/// Returns "what: strerror(errno)" for the current errno.
+std::string errno_message(const std::string& what);
+
+/// Writes "ktrain-launch: <message>\n" to stderr in one write.
+void log_line(const std::string& message);
+
+}  // namespace ktrain::launch

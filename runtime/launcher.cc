@@ -1,0 +1,207 @@
+#include "runtime/launcher.h"
+
+#include <unistd.h>
+
+#include <memory>
+
+#include "runtime/error.h"
+#include "runtime/framework_env.h"
+#include "runtime/gpu.h"
+#include "runtime/peer_link.h"
+#include "runtime/rendezvous.h"
+#include "runtime/supervisor.h"
+#include "runtime/termination_log.h"
+
+namespace ktrain::launch {
+namespace {
+
+constexpr double kCountTimeoutS = 120;
+constexpr double kQuickTimeoutS = 600;
+
+struct GpuPlan {
+  int gpus = 0;   ///< GPUs this node's workers share
+  int nproc = 1;  ///< workers on this node
+  std::string helper;
+};
+
+[[noreturn]] void preflight_error(const std::string& m) {
+  throw LaunchError(exit_status::kPreflight, m);
+}
+
+// Counts the GPUs and, for quick/full, checks each one; decides the process count.
+GpuPlan plan_gpus(const Config& c) {
+  GpuPlan plan;
+  plan.helper = find_gpucheck(c);
+  const bool tf = c.framework == Framework::kTensorflow;
+  int gpus = c.gpus;
+  if (c.gpus > 0) {
+    if (!nvidia_device_present() && plan.helper.empty()) {
+      preflight_error("KTRAIN_GPUS=" + std::to_string(c.gpus) +
+                      " but no NVIDIA GPU or driver was found on this node (no /dev/nvidia*); "
+                      "run on a GPU node or set gpus: 0");
+    }
+    if (plan.helper.empty()) {
+      log_line("GPU checks unavailable (no ktrain-gpucheck next to the launcher): assuming " +
+               std::to_string(c.gpus) + " GPUs");
+    } else {
+      HelperResult r = run_gpucheck(plan.helper, {"count"}, kCountTimeoutS, nullptr);
+      if (r.status != 0) {
+        preflight_error("KTRAIN_GPUS=" + std::to_string(c.gpus) + " but " + r.error);
+      }
+      int found = std::atoi(r.facts["count"].c_str());
+      if (found < c.gpus) {
+        preflight_error("KTRAIN_GPUS=" + std::to_string(c.gpus) + " but only " +
+                        std::to_string(found) + " GPU" + (found == 1 ? " is" : "s are") +
+                        " visible on this node");
+      }
+    }
+  } else if (!c.gpus_given && c.nproc_per_node == 0 && nvidia_device_present() &&
+             !plan.helper.empty()) {
+    HelperResult r = run_gpucheck(plan.helper, {"count"}, kCountTimeoutS, nullptr);
+    gpus = r.status == 0 ? std::atoi(r.facts["count"].c_str()) : 0;
+  }
+  plan.gpus = gpus;
+  plan.nproc = c.nproc_per_node > 0 ? c.nproc_per_node : (gpus > 0 && !tf ? gpus : 1);
+  if (gpus > 0 && gpus % plan.nproc != 0) {
+    config_error(std::to_string(gpus) + " GPUs cannot be shared evenly by " +
+                 std::to_string(plan.nproc) + " processes per node");
+  }
+  if (c.preflight != Preflight::kOff && gpus == 0) {
+    log_line(std::string("GPU preflight '") + preflight_name(c.preflight) +
+             "' skipped: no GPUs requested (KTRAIN_GPUS=0)");
+  }
+  if (c.preflight != Preflight::kOff && gpus > 0) {
+    if (plan.helper.empty()) {
+      log_line("GPU checks unavailable: no ktrain-gpucheck next to the launcher");
+    } else {
+      HelperResult r = run_gpucheck(plan.helper, {"quick", "--gpus", std::to_string(gpus)},
+                                    kQuickTimeoutS, nullptr);
+      for (const auto& line : r.info) log_line("preflight: " + line);
+      if (r.status != 0) preflight_error(r.error);
+    }
+  }
+  return plan;
+}
+
+int finish(const Config& c, int status, const std::string& cause) {
+  if (!cause.empty()) write_termination_log(c.termination_log, cause);
+  return status;
+}
+
+}  // namespace
+
+int run_launcher(const Config& c, const std::map<std::string, std::string>& env) {
+  install_early_signal_handling();
+  std::unique_ptr<PeerLink> peers;
+  std::unique_ptr<RendezvousServer> server;
+  Connection to_node0;
+  try {
+    GpuPlan plan = plan_gpus(c);
+    const bool full = c.preflight == Preflight::kFull && plan.gpus > 0 && !plan.helper.empty();
+
+    NodeInfo self;
+    self.node_rank = c.node_rank;
+    self.nnodes = c.nnodes;
+    self.nproc = plan.nproc;
+    self.framework = framework_name(c.framework);
+    self.addr = c.pod_ip.empty() && c.nnodes == 1 ? "127.0.0.1" : c.pod_ip;
+
+    World world;
+    bool met = false;
+    auto rendezvous = [&](const std::string& nccl_id) {
+      if (c.nnodes == 1) {
+        world = build_world(c.run, 1, {self}, c.master_port);
+        world.nccl_id_hex = nccl_id;
+        peers = std::make_unique<NoPeers>();
+      } else if (c.node_rank == 0) {
+        server = std::make_unique<RendezvousServer>(c, self);
+        world = server->gather(nccl_id);
+        peers = std::make_unique<ServerLink>(server->peers());
+      } else {
+        world = join_rendezvous(c, self, to_node0);
+        peers = std::make_unique<ClientLink>(to_node0);
+      }
+      met = true;
+      if (c.nnodes > 1) {
+        const int first = world.first_rank(c.node_rank);
+        log_line("node " + std::to_string(c.node_rank) + " of " + std::to_string(c.nnodes) +
+                 ": ranks " + std::to_string(first) + ".." +
+                 std::to_string(first + plan.nproc - 1) + " of " +
+                 std::to_string(world.world_size()) + ", master " + world.master_addr + ":" +
+                 std::to_string(world.master_port));
+      }
+    };
+
+    if (!full) {
+      rendezvous("");
+    } else {
+      // The full preflight: an NCCL communicator over every GPU of the job. The NCCL
+      // unique id must come from the process that takes part as rank 0 (its
+      // bootstrap root lives there), so node 0's helper makes it and prints it, and
+      // node 0 sends it out with the world while that helper waits in NCCL.
+      std::vector<std::string> args{"allreduce",
+                                    "--nranks",
+                                    std::to_string(plan.gpus * c.nnodes),
+                                    "--first-rank",
+                                    std::to_string(plan.gpus * c.node_rank),
+                                    "--gpus",
+                                    std::to_string(plan.gpus)};
+      if (c.min_busbw_gbps > 0) {
+        args.push_back("--min-busbw");
+        args.push_back(std::to_string(c.min_busbw_gbps));
+      }
+      HelperResult r;
+      auto link = [&]() -> PeerLink* { return peers.get(); };
+      if (c.node_rank == 0) {
+        args.push_back("--make-id");
+        r = run_gpucheck(plan.helper, args, c.rdzv_timeout_s + 300, link,
+                         [&](const std::string& key, const std::string& value) {
+                           if (key == "nccl_id" && !met) rendezvous(value);
+                         });
+        if (!met) rendezvous("");  // the others still learn that this node failed
+      } else {
+        rendezvous("");
+        if (world.nccl_id_hex.empty()) {
+          log_line("full preflight skipped: node 0 did not provide an NCCL id");
+        } else {
+          args.push_back("--id");
+          args.push_back(world.nccl_id_hex);
+          r = run_gpucheck(plan.helper, args, c.rdzv_timeout_s + 300, link);
+        }
+      }
+      for (const auto& line : r.info) log_line("preflight: " + line);
+      if (!r.stopped_by_peer.empty()) {
+        std::string cause = "stopped because of a peer: " + r.stopped_by_peer;
+        log_line(cause);
+        return finish(c, exit_status::kPeerFailed, cause);
+      }
+      if (r.status != 0) {
+        std::string cause = "node " + std::to_string(c.node_rank) + ": " + r.error;
+        peers->local_failed(cause);
+        log_line(cause);
+        return finish(c, exit_status::kPreflight, cause);
+      }
+    }
+    const int first = world.first_rank(c.node_rank);
+
+    std::vector<WorkerSpec> workers;
+    for (int i = 0; i < plan.nproc; ++i) {
+      WorkerSpec w;
+      w.rank = first + i;
+      w.local_rank = i;
+      w.argv = c.command;
+      w.env = worker_env(world, WorkerPlace{c.node_rank, i, plan.gpus}, c.framework, env);
+      workers.push_back(std::move(w));
+    }
+    ProcessSpawner spawner;
+    Supervisor supervisor(spawner, STDOUT_FILENO, c.grace_period_s, c.node_rank);
+    Outcome outcome = supervisor.run(workers, *peers);
+    return finish(c, outcome.status, outcome.cause);
+  } catch (const LaunchError& e) {
+    log_line(std::string("error: ") + e.what());
+    if (peers) peers->local_failed("node " + std::to_string(c.node_rank) + ": " + e.what());
+    return finish(c, e.status(), e.what());
+  }
+}
+
+}  // namespace ktrain::launch

@@ -1,0 +1,60 @@
+#pragma once
+// Small TCP helpers over non-blocking sockets, and a framed message connection.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "runtime/message.h"
+
+namespace ktrain::launch {
+
+/// Milliseconds on the monotonic clock.
+int64_t now_ms();
+
+/// Listens on 0.0.0.0:`port` (non-blocking, close-on-exec); throws LaunchError(76)
+/// when the port cannot be bound.
+int listen_tcp(int port);
+
+/// Connects to `ipv4`:`port` within `timeout_ms`. Returns the non-blocking fd, or
+/// -1 with errno set (ECONNREFUSED, ETIMEDOUT, ...).
+int connect_tcp(const std::string& ipv4, int port, int timeout_ms);
+
+/// Returns the peer's IPv4 address of a connected socket ("" when unknown).
+std::string peer_address(int fd);
+
+/// Returns the local IPv4 address of a connected socket ("" when unknown).
+std::string local_address(int fd);
+
+/// A framed message connection over a non-blocking socket. Owns the fd.
+class Connection {
+ public:
+  explicit Connection(int fd = -1) : fd_(fd) {}
+  ~Connection();
+  Connection(Connection&& o) noexcept;
+  Connection& operator=(Connection&& o) noexcept;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  int fd() const { return fd_; }
+  bool is_open() const { return fd_ >= 0; }
+  /// Closes the socket.
+  void close();
+  /// Sends a message, waiting at most `timeout_ms` for the socket to take it.
+  /// Returns false when the peer is gone or the time ran out.
+  bool send(const Message& m, int timeout_ms = 5000);
+  /// Reads what is available without blocking. Returns false on EOF or error
+  /// (messages already complete stay available to take()).
+  bool read_available();
+  /// Takes the next complete message; throws LaunchError(76) on a malformed frame.
+  bool take(Message& out) { return reader_.next(out); }
+  /// Waits up to `timeout_ms` for one message. Returns nullopt on EOF, error or timeout;
+  /// `eof` tells which.
+  std::optional<Message> receive(int timeout_ms, bool* eof = nullptr);
+
+ private:
+  int fd_;
+  FrameReader reader_;
+};
+
+}  // namespace ktrain::launch

@@ -1,0 +1,71 @@
+#include "runtime/spawner.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+extern char** environ;
+
+namespace ktrain::launch {
+
+std::vector<std::string> merge_environment(
+    char** base, const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::set<std::string> names;
+  for (const auto& [k, v] : overrides) names.insert(k);
+  std::vector<std::string> out;
+  for (char** e = base; e && *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (!eq) continue;
+    if (names.count(std::string(*e, static_cast<size_t>(eq - *e)))) continue;
+    out.emplace_back(*e);
+  }
+  for (const auto& [k, v] : overrides) out.push_back(k + "=" + v);
+  return out;
+}
+
+pid_t ProcessSpawner::spawn(const SpawnRequest& request) {
+  if (request.argv.empty()) {
+    errno = EINVAL;
+    return -1;
+  }
+  // Everything the child needs is built before fork: the child only calls
+  // async-signal-safe functions until exec.
+  std::vector<std::string> env_strings = merge_environment(environ, request.env);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = request.argv;
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::string exec_failed = "ktrain-launch: cannot run '" + args[0] + "': ";
+
+  pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (request.stdout_fd >= 0) ::dup2(request.stdout_fd, STDOUT_FILENO);
+    if (request.stderr_fd >= 0) ::dup2(request.stderr_fd, STDERR_FILENO);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    int e = errno;
+    const char* why = ::strerror(e);
+    ssize_t ignored = ::write(STDERR_FILENO, exec_failed.data(), exec_failed.size());
+    ignored = ::write(STDERR_FILENO, why, std::strlen(why));
+    ignored = ::write(STDERR_FILENO, "\n", 1);
+    (void)ignored;
+    ::_exit(e == ENOENT ? 127 : 126);
+  }
+  ::setpgid(pid, pid);  // also here, so the group exists before any signal is sent
+  return pid;
+}
+
+}  // namespace ktrain::launch

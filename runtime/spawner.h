@@ -1,0 +1,40 @@
+#pragma once
+// Starting worker processes, each in its own process group.
+
+#include <sys/types.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ktrain::launch {
+
+/// What to start.
+struct SpawnRequest {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;  ///< set on top of the launcher's own
+  int stdout_fd = -1;  ///< becomes the child's stdout (-1: inherit)
+  int stderr_fd = -1;  ///< becomes the child's stderr (-1: inherit)
+};
+
+/// Starts processes; abstract so it can be faked. The real one is ProcessSpawner.
+class Spawner {
+ public:
+  virtual ~Spawner() = default;
+  /// Starts the request in a new process group whose id is the returned pid.
+  /// Returns -1 with errno set when the process could not be created (a command
+  /// that cannot be executed shows up as exit status 127 instead).
+  virtual pid_t spawn(const SpawnRequest& request) = 0;
+};
+
+/// fork + setpgid + execvp, with default signal dispositions in the child.
+class ProcessSpawner : public Spawner {
+ public:
+  pid_t spawn(const SpawnRequest& request) override;
+};
+
+/// Returns `base` ("NAME=value" strings) with `overrides` replacing or adding entries.
+std::vector<std::string> merge_environment(
+    char** base, const std::vector<std::pair<std::string, std::string>>& overrides);
+
+}  // namespace ktrain::launch

@@ -1,0 +1,64 @@
+#pragma once
+// Supervises the workers of one node: one process group each, their output
+// prefixed by rank, signals forwarded, orphans reaped, and fail-fast: the first
+// worker that fails stops the others here and, through the PeerLink, everywhere.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/line_prefixer.h"
+#include "runtime/peer_link.h"
+#include "runtime/spawner.h"
+
+namespace ktrain::launch {
+
+/// One worker to start.
+struct WorkerSpec {
+  int rank = 0;  ///< global rank, used in the output prefix and causes
+  int local_rank = 0;
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+/// How the node ended: the launcher's exit status and the one-line cause
+/// (empty when every worker exited 0).
+struct Outcome {
+  int status = 0;
+  std::string cause;
+};
+
+/// The signals forwarded to every worker group.
+inline constexpr int kForwardedSignals[] = {1 /*HUP*/, 2 /*INT*/, 15 /*TERM*/, 10 /*USR1*/,
+                                            12 /*USR2*/};
+
+/// Installs the launcher's early signal handling (before workers exist): a stop
+/// signal ends the launcher at once with 128+signal, after killing the process
+/// group registered with set_helper_group(). Also makes the launcher a child
+/// subreaper when it is not PID 1, so that orphaned grandchildren are its to reap.
+void install_early_signal_handling();
+
+/// Registers the process group of a helper child to kill on an early stop signal
+/// (0: none).
+void set_helper_group(pid_t pgid);
+
+/// Runs the workers of one node until they are done.
+class Supervisor {
+ public:
+  /// `output_fd` receives the prefixed worker output; `grace_s` is the time from
+  /// SIGTERM to SIGKILL; `node_rank` names this node in messages to peers.
+  Supervisor(Spawner& spawner, int output_fd, double grace_s, int node_rank);
+
+  /// Starts the workers and supervises them; returns when they have all exited
+  /// and, on node 0, every node has reported (or a failure ended the job).
+  Outcome run(const std::vector<WorkerSpec>& workers, PeerLink& peers);
+
+ private:
+  Spawner& spawner_;
+  int output_fd_;
+  double grace_s_;
+  int node_rank_;
+};
+
+}  // namespace ktrain::launch
