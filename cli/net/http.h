@@ -5,6 +5,8 @@
 // limits wrap a transport (decorators); they are not scattered through callers.
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -18,12 +20,13 @@ namespace ktrain::net {
 
 /// TLS settings of one request (from a kubeconfig cluster/user or registry settings).
 struct TlsConfig {
-  std::string ca_file;                ///< PEM bundle to trust ("" = system trust store)
-  std::string ca_pem;                 ///< PEM data to trust (kubeconfig *-data), alternative to ca_file
-  bool insecure_skip_verify = false;  ///< never verify the server (kubeconfig insecure-skip-tls-verify)
-  std::string server_name;            ///< name to verify instead of the URL's host (tls-server-name)
-  std::string client_cert_pem;        ///< client certificate (PEM data)
-  std::string client_key_pem;         ///< its private key (PEM data)
+  std::string ca_file;  ///< PEM bundle to trust ("" = system trust store)
+  std::string ca_pem;   ///< PEM data to trust (kubeconfig *-data), alternative to ca_file
+  bool insecure_skip_verify =
+      false;                    ///< never verify the server (kubeconfig insecure-skip-tls-verify)
+  std::string server_name;      ///< name to verify instead of the URL's host (tls-server-name)
+  std::string client_cert_pem;  ///< client certificate (PEM data)
+  std::string client_key_pem;   ///< its private key (PEM data)
 };
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
@@ -34,8 +37,22 @@ struct Request {
   std::string url;
   Headers headers;
   std::string body;
+  /// When set, the body is streamed from here instead of `body` (large uploads):
+  /// called with the offset into the body and a buffer, returns the number of bytes
+  /// copied (0 = end). Reading by offset lets a retry start again from byte 0.
+  std::function<std::size_t(std::uint64_t offset, char* buf, std::size_t len)> body_reader;
+  /// The length of what body_reader yields (-1 = unknown: sent chunked).
+  std::int64_t body_length = -1;
+  /// Whether the request may be repeated safely. Unset: by method (GET HEAD PUT
+  /// DELETE OPTIONS are, POST and PATCH are not). Set it for a POST or PATCH that is
+  /// known to be harmless to repeat (server-side apply, opening a blob upload).
+  std::optional<bool> idempotent;
+  /// Follow 3xx redirects (registries redirect blob downloads to storage). Credentials
+  /// set in `headers` are not sent to another host.
+  bool follow_redirects = false;
   TlsConfig tls;
-  std::string proxy;  ///< proxy URL ("" = none; the usual *_proxy variables are not used implicitly)
+  std::string
+      proxy;  ///< proxy URL ("" = none; the usual *_proxy variables are not used implicitly)
   std::chrono::milliseconds connect_timeout{10'000};
   /// Whole-request limit; 0 = none (watches and followed logs run for as long as they run).
   std::chrono::milliseconds timeout{0};
@@ -53,12 +70,12 @@ struct Request {
 /// What kind of failure happened below HTTP.
 enum class TransportFailure {
   kNone,
-  kResolve,        ///< the host name did not resolve
-  kConnect,        ///< connection refused or unreachable
-  kTls,            ///< TLS handshake or certificate verification failed
-  kTimeout,        ///< connect, read or whole-request timeout
-  kDropped,        ///< the connection closed before the response was complete
-  kAborted,        ///< on_data returned false
+  kResolve,  ///< the host name did not resolve
+  kConnect,  ///< connection refused or unreachable
+  kTls,      ///< TLS handshake or certificate verification failed
+  kTimeout,  ///< connect, read or whole-request timeout
+  kDropped,  ///< the connection closed before the response was complete
+  kAborted,  ///< on_data returned false
   kOther,
 };
 
@@ -75,6 +92,21 @@ struct Response {
   std::optional<std::string> header(std::string_view name) const;
   bool ok() const { return failure == TransportFailure::kNone && status >= 200 && status < 300; }
 };
+
+/// Whether `req` may be sent again after a failure (see Request::idempotent).
+bool is_idempotent(const Request& req);
+
+/// A plain-language sentence for a failure below HTTP, naming the host of `url`:
+/// "cannot connect to 127.0.0.1:5000: connection refused (is the server running?)".
+std::string describe_failure(const Response& resp, const std::string& url);
+
+/// Throws TransportError(describe_failure(...)) when `resp` failed below HTTP.
+void throw_if_failed(const Response& resp, const std::string& url);
+
+/// `url` with secrets removed, for logs and messages: user:password@ and query
+/// parameters that carry credentials (token, access_token, signature, ...) become
+/// "REDACTED".
+std::string redact_url(const std::string& url);
 
 /// A failure below HTTP, as an Error with exit status 3 (cannot reach the server).
 class TransportError : public Error {

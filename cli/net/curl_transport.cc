@@ -1,0 +1,464 @@
+#include "net/curl_transport.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <deque>
+#include <mutex>
+
+namespace ktrain::net {
+
+namespace {
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+TransportFailure classify(CURLcode code) {
+  switch (code) {
+    case CURLE_OK:
+      return TransportFailure::kNone;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return TransportFailure::kResolve;
+    case CURLE_COULDNT_CONNECT:
+      return TransportFailure::kConnect;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_USE_SSL_FAILED:
+      return TransportFailure::kTls;
+    case CURLE_OPERATION_TIMEDOUT:
+      return TransportFailure::kTimeout;
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_HTTP3:
+      return TransportFailure::kDropped;
+    case CURLE_WRITE_ERROR:
+    case CURLE_ABORTED_BY_CALLBACK:
+      return TransportFailure::kAborted;
+    default:
+      return TransportFailure::kOther;
+  }
+}
+
+/// Splits a URL into scheme, authority (host[:port]) and the rest.
+struct UrlParts {
+  std::string scheme, host, port, rest;
+};
+
+UrlParts split_url(const std::string& url) {
+  UrlParts p;
+  auto s = url.find("://");
+  if (s == std::string::npos) return p;
+  p.scheme = url.substr(0, s);
+  auto start = s + 3;
+  auto end = url.find_first_of("/?#", start);
+  std::string authority =
+      url.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  p.rest = end == std::string::npos ? "" : url.substr(end);
+  if (auto at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);
+  auto colon = authority.rfind(':');
+  if (colon != std::string::npos && authority.find(']', colon) == std::string::npos) {
+    p.host = authority.substr(0, colon);
+    p.port = authority.substr(colon + 1);
+  } else {
+    p.host = authority;
+  }
+  if (p.port.empty()) p.port = p.scheme == "https" ? "443" : "80";
+  return p;
+}
+
+/// One request in flight.
+struct Transfer {
+  const Request* req = nullptr;
+  Response resp;
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  curl_slist* connect_to = nullptr;
+  std::string url;
+  std::uint64_t read_offset = 0;
+  bool headers_delivered = false;
+  bool aborted = false;
+  std::array<char, CURL_ERROR_SIZE> errbuf{};
+
+  void deliver_headers() {
+    if (headers_delivered) return;
+    headers_delivered = true;
+    if (req->on_headers) req->on_headers(resp.status, resp.headers);
+  }
+};
+
+size_t on_header_line(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, size * n);
+  if (line.substr(0, 5) == "HTTP/") {
+    // A new response begins (after 1xx, a redirect, or a proxy's CONNECT answer).
+    t->resp.headers.clear();
+    auto sp = line.find(' ');
+    if (sp != std::string_view::npos) {
+      try {
+        t->resp.status = std::stoi(std::string(line.substr(sp + 1, 3)));
+      } catch (const std::exception&) {
+        t->resp.status = 0;
+      }
+    }
+    return size * n;
+  }
+  auto colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    t->resp.headers.emplace_back(trim(line.substr(0, colon)), trim(line.substr(colon + 1)));
+  }
+  return size * n;
+}
+
+size_t on_body(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  long code = 0;
+  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
+  if (code > 0) t->resp.status = static_cast<int>(code);
+  t->deliver_headers();
+  std::string_view chunk(data, size * n);
+  if (t->req->on_data) {
+    if (!t->req->on_data(chunk)) {
+      t->aborted = true;
+      return 0;
+    }
+  } else {
+    t->resp.body.append(chunk);
+  }
+  return size * n;
+}
+
+size_t on_read(char* buf, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  size_t got = t->req->body_reader(t->read_offset, buf, size * n);
+  t->read_offset += got;
+  return got;
+}
+
+int on_seek(void* user, curl_off_t offset, int origin) {
+  auto* t = static_cast<Transfer*>(user);
+  if (origin != SEEK_SET || offset < 0) return CURL_SEEKFUNC_CANTSEEK;
+  t->read_offset = static_cast<std::uint64_t>(offset);
+  return CURL_SEEKFUNC_OK;
+}
+
+bool has_header(const Headers& h, std::string_view name) {
+  return std::any_of(h.begin(), h.end(), [&](const auto& kv) { return iequals(kv.first, name); });
+}
+
+}  // namespace
+
+/// A multi handle with the easy handles it has used; connections live in the multi's
+/// cache, so a caller that gets the same session back reuses its connections.
+struct Session {
+  CURLM* multi = nullptr;
+  std::vector<CURL*> idle;
+
+  CURL* take() {
+    if (idle.empty()) return curl_easy_init();
+    CURL* e = idle.back();
+    idle.pop_back();
+    curl_easy_reset(e);
+    return e;
+  }
+};
+
+struct CurlTransport::Impl {
+  CurlOptions options;
+  CURLSH* share = nullptr;
+  std::array<std::mutex, CURL_LOCK_DATA_LAST> locks;
+  std::mutex pool_mutex;
+  std::vector<Session*> pool;
+
+  static void lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
+    static_cast<Impl*>(user)->locks[static_cast<size_t>(data)].lock();
+  }
+  static void unlock(CURL*, curl_lock_data data, void* user) {
+    static_cast<Impl*>(user)->locks[static_cast<size_t>(data)].unlock();
+  }
+
+  Session* acquire() {
+    {
+      std::lock_guard<std::mutex> g(pool_mutex);
+      if (!pool.empty()) {
+        Session* s = pool.back();
+        pool.pop_back();
+        return s;
+      }
+    }
+    auto* s = new Session;
+    s->multi = curl_multi_init();
+    curl_multi_setopt(s->multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+    curl_multi_setopt(s->multi, CURLMOPT_MAX_HOST_CONNECTIONS, options.max_host_connections);
+    return s;
+  }
+
+  void release(Session* s) {
+    std::lock_guard<std::mutex> g(pool_mutex);
+    pool.push_back(s);
+  }
+
+  void setup(Transfer& t) {
+    const Request& r = *t.req;
+    CURL* e = t.easy;
+    t.url = r.url;
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_SHARE, share);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf.data());
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, options.user_agent.c_str());
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header_line);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, r.follow_redirects ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+    // The *_proxy variables are not used implicitly: "" disables them.
+    curl_easy_setopt(e, CURLOPT_PROXY, r.proxy.c_str());
+
+    // Timeouts.
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
+    if (r.read_timeout.count() > 0) {
+      curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      curl_easy_setopt(
+          e, CURLOPT_LOW_SPEED_TIME,
+          static_cast<long>(std::max<long long>(1, (r.read_timeout.count() + 999) / 1000)));
+    }
+
+    // TLS.
+    const TlsConfig& tls = r.tls;
+    if (tls.insecure_skip_verify) {
+      curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (!tls.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, tls.ca_file.c_str());
+    if (!tls.ca_pem.empty()) {
+      curl_blob blob{const_cast<char*>(tls.ca_pem.data()), tls.ca_pem.size(), CURL_BLOB_COPY};
+      curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+    }
+    if (!tls.client_cert_pem.empty()) {
+      curl_blob blob{const_cast<char*>(tls.client_cert_pem.data()), tls.client_cert_pem.size(),
+                     CURL_BLOB_COPY};
+      curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &blob);
+      curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+    }
+    if (!tls.client_key_pem.empty()) {
+      curl_blob blob{const_cast<char*>(tls.client_key_pem.data()), tls.client_key_pem.size(),
+                     CURL_BLOB_COPY};
+      curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &blob);
+      curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    std::string host_header;
+    if (!tls.server_name.empty()) {
+      // tls-server-name: address the server by that name (SNI and verification), and
+      // connect to the real host and port.
+      UrlParts p = split_url(r.url);
+      if (!p.host.empty()) {
+        t.url = p.scheme + "://" + tls.server_name + ":" + p.port + p.rest;
+        std::string connect_to = tls.server_name + ":" + p.port + ":" + p.host + ":" + p.port;
+        t.connect_to = curl_slist_append(t.connect_to, connect_to.c_str());
+        curl_easy_setopt(e, CURLOPT_CONNECT_TO, t.connect_to);
+        if (!has_header(r.headers, "Host")) host_header = "Host: " + p.host + ":" + p.port;
+      }
+    }
+    curl_easy_setopt(e, CURLOPT_URL, t.url.c_str());
+
+    // Headers.
+    for (const auto& [k, v] : r.headers) {
+      std::string line = v.empty() ? k + ";" : k + ": " + v;
+      t.headers = curl_slist_append(t.headers, line.c_str());
+    }
+    if (!host_header.empty()) t.headers = curl_slist_append(t.headers, host_header.c_str());
+    // No "Expect: 100-continue" round trip before bodies.
+    t.headers = curl_slist_append(t.headers, "Expect:");
+
+    // Method and body.
+    const std::string& m = r.method;
+    if (m == "HEAD") {
+      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else if (r.body_reader) {
+      curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+      curl_easy_setopt(e, CURLOPT_READDATA, &t);
+      curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
+      curl_easy_setopt(e, CURLOPT_SEEKDATA, &t);
+      if (r.body_length >= 0) {
+        curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(r.body_length));
+      }
+      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m.c_str());
+    } else if (!r.body.empty() || m == "POST" || m == "PUT" || m == "PATCH") {
+      curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
+      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+      if (m != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m.c_str());
+      if (!has_header(r.headers, "Content-Type")) {
+        t.headers = curl_slist_append(t.headers, "Content-Type:");
+      }
+    } else if (m != "GET") {
+      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m.c_str());
+    }
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+  }
+
+  void finish(Transfer& t, CURLcode code) {
+    long status = 0;
+    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
+    long version = 0;
+    curl_easy_getinfo(t.easy, CURLINFO_HTTP_VERSION, &version);
+    switch (version) {
+      case CURL_HTTP_VERSION_1_0:
+        t.resp.http_version = "1.0";
+        break;
+      case CURL_HTTP_VERSION_1_1:
+        t.resp.http_version = "1.1";
+        break;
+      case CURL_HTTP_VERSION_2_0:
+        t.resp.http_version = "2";
+        break;
+      case CURL_HTTP_VERSION_3:
+        t.resp.http_version = "3";
+        break;
+      default:
+        break;
+    }
+    if (t.aborted) code = CURLE_WRITE_ERROR;
+    t.resp.failure = classify(code);
+    if (code != CURLE_OK) {
+      t.resp.failure_message =
+          t.errbuf[0] ? std::string(t.errbuf.data()) : curl_easy_strerror(code);
+      if (t.aborted) t.resp.failure_message = "stopped by the receiver";
+      // Keep the status of an answer that was cut short or stopped; otherwise 0.
+      if (t.resp.failure != TransportFailure::kAborted &&
+          t.resp.failure != TransportFailure::kDropped &&
+          t.resp.failure != TransportFailure::kTimeout) {
+        status = 0;
+      }
+    }
+    t.resp.status = static_cast<int>(status);
+    if (code == CURLE_OK) t.deliver_headers();
+    curl_slist_free_all(t.headers);
+    curl_slist_free_all(t.connect_to);
+    t.headers = t.connect_to = nullptr;
+  }
+
+  std::vector<Response> run(const std::vector<const Request*>& reqs) {
+    std::vector<Transfer> transfers(reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i) transfers[i].req = reqs[i];
+    Session* s = acquire();
+    std::deque<size_t> pending;
+    for (size_t i = 0; i < reqs.size(); ++i) pending.push_back(i);
+    size_t in_flight = 0;
+    auto start_more = [&] {
+      while (!pending.empty() && in_flight < options.max_in_flight) {
+        Transfer& t = transfers[pending.front()];
+        pending.pop_front();
+        t.easy = s->take();
+        setup(t);
+        curl_multi_add_handle(s->multi, t.easy);
+        ++in_flight;
+      }
+    };
+    start_more();
+    while (in_flight > 0) {
+      int running = 0;
+      CURLMcode mc = curl_multi_perform(s->multi, &running);
+      if (mc != CURLM_OK) break;
+      int left = 0;
+      while (CURLMsg* msg = curl_multi_info_read(s->multi, &left)) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        Transfer* t = nullptr;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+        CURLcode code = msg->data.result;
+        curl_multi_remove_handle(s->multi, msg->easy_handle);
+        finish(*t, code);
+        s->idle.push_back(t->easy);
+        --in_flight;
+      }
+      start_more();
+      if (in_flight == 0) break;
+      curl_multi_poll(s->multi, nullptr, 0, 1000, nullptr);
+    }
+    // Only reached with transfers left when the multi handle itself failed.
+    for (auto& t : transfers) {
+      if (t.easy && t.headers) {
+        curl_multi_remove_handle(s->multi, t.easy);
+        t.resp.failure = TransportFailure::kOther;
+        t.resp.failure_message = "internal transfer error";
+        finish(t, CURLE_FAILED_INIT);
+        s->idle.push_back(t.easy);
+      }
+    }
+    release(s);
+    std::vector<Response> out;
+    out.reserve(transfers.size());
+    for (auto& t : transfers) out.push_back(std::move(t.resp));
+    return out;
+  }
+};
+
+CurlTransport::CurlTransport(CurlOptions options) : impl_(std::make_unique<Impl>()) {
+  global_init();
+  impl_->options = std::move(options);
+  impl_->share = curl_share_init();
+  curl_share_setopt(impl_->share, CURLSHOPT_LOCKFUNC, &Impl::lock);
+  curl_share_setopt(impl_->share, CURLSHOPT_UNLOCKFUNC, &Impl::unlock);
+  curl_share_setopt(impl_->share, CURLSHOPT_USERDATA, impl_.get());
+  curl_share_setopt(impl_->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  curl_share_setopt(impl_->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+}
+
+CurlTransport::~CurlTransport() {
+  for (Session* s : impl_->pool) {
+    for (CURL* e : s->idle) curl_easy_cleanup(e);
+    curl_multi_cleanup(s->multi);
+    delete s;
+  }
+  curl_share_cleanup(impl_->share);
+}
+
+Response CurlTransport::perform(const Request& req) {
+  return std::move(impl_->run({&req}).front());
+}
+
+std::vector<Response> CurlTransport::perform_all(const std::vector<Request>& reqs) {
+  std::vector<const Request*> ptrs;
+  ptrs.reserve(reqs.size());
+  for (const auto& r : reqs) ptrs.push_back(&r);
+  return impl_->run(ptrs);
+}
+
+}  // namespace ktrain::net
