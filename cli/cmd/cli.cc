@@ -3,6 +3,8 @@
 
 #include "base/error.h"
 #include "cmd/command.h"
+#include "cmd/init.h"
+#include "cmd/validate.h"
 #include "cmd/version.h"
 
 namespace ktrain::cmd {
@@ -14,6 +16,8 @@ using Adder = void (*)(CLI::App&, Env&, CommandResult&);
 /// Every verb, in the order `ktrain --help` lists them.
 const std::vector<Adder>& all_commands() {
   static const std::vector<Adder> adders = {
+      add_init_command,
+      add_validate_command,
       add_version_command,
   };
   return adders;

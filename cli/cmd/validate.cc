@@ -1,0 +1,97 @@
+#include "cmd/validate.h"
+
+#include <memory>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "project/parse.h"
+
+namespace ktrain::cmd {
+
+namespace {
+
+nlohmann::ordered_json problem_json(const project::Problem& p) {
+  nlohmann::ordered_json j;
+  j["file"] = p.file;
+  j["line"] = p.line;
+  j["column"] = p.column;
+  j["path"] = p.path;
+  j["message"] = p.message;
+  j["text"] = p.format();
+  return j;
+}
+
+std::string plural(long n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+std::string project_summary(const project::Project& p) {
+  std::string out;
+  if (p.train) {
+    const auto& t = *p.train;
+    out += "train: " + plural(t.nodes, "node") + " x " + plural(t.gpus, "GPU");
+    if (!t.mig.empty()) out += " (MIG " + t.mig + ")";
+    out += ", " + t.framework;
+    if (!t.sweep.empty()) {
+      long runs = 1;
+      for (const auto& s : t.sweep) runs *= static_cast<long>(s.values.size());
+      out += ", sweep of " + plural(runs, "run");
+    }
+  }
+  if (p.serve) {
+    if (!out.empty()) out += "; ";
+    out += "serve: port " + std::to_string(p.serve->port);
+    if (p.serve->autoscale)
+      out += ", " + std::to_string(p.serve->autoscale->min) + ".." +
+             std::to_string(p.serve->autoscale->max) + " replicas";
+    else if (p.serve->replicas)
+      out += ", " + plural(*p.serve->replicas, "replica");
+  }
+  return out;
+}
+
+int ValidateOptions::run(Env& env) const {
+  const bool json = env.global.output == "json";
+  if (!env.global.output.empty() && !json) {
+    throw UsageError("validate: unsupported output format '" + env.global.output +
+                     "'; use -o json, or no -o for text");
+  }
+  try {
+    project::Project p = project.load(env);
+    if (json) {
+      nlohmann::ordered_json j;
+      j["valid"] = true;
+      j["file"] = project.file;
+      j["summary"] = project_summary(p);
+      j["problems"] = nlohmann::ordered_json::array();
+      *env.out << j.dump(2) << "\n";
+    } else if (!env.global.quiet) {
+      *env.out << (project.file == "-" ? "<stdin>" : project.file) << ": valid ("
+               << project_summary(p) << ")\n";
+    }
+    return exit_code::kOk;
+  } catch (const project::ProjectError& e) {
+    if (json) {
+      nlohmann::ordered_json j;
+      j["valid"] = false;
+      j["file"] = project.file;
+      j["problems"] = nlohmann::ordered_json::array();
+      for (const auto& pr : e.problems()) j["problems"].push_back(problem_json(pr));
+      *env.out << j.dump(2) << "\n";
+    }
+    for (const auto& pr : e.problems()) *env.err << pr.format() << "\n";
+    return exit_code::kUsage;
+  }
+}
+
+void add_validate_command(CLI::App& app, Env& env, CommandResult& result) {
+  auto opts = std::make_shared<ValidateOptions>();
+  auto* sub = app.add_subcommand("validate", "Check the project file; report every problem");
+  opts->project.add_to(*sub);
+  sub->callback([opts, &env, &result] { result.status = opts->run(env); });
+}
+
+}  // namespace ktrain::cmd
