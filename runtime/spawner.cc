@@ -43,8 +43,19 @@ pid_t ProcessSpawner::spawn(const SpawnRequest& request) {
   argv.push_back(nullptr);
   std::string exec_failed = "ktrain-launch: cannot run '" + args[0] + "': ";
 
+  // Signals stay blocked across fork until the child has dropped the launcher's
+  // handlers: a signal caught in between would run the launcher's handler in the
+  // child, which writes to the launcher's self-pipe.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, &old);
   pid_t pid = ::fork();
-  if (pid < 0) return -1;
+  if (pid < 0) {
+    int e = errno;
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    errno = e;
+    return -1;
+  }
   if (pid == 0) {
     ::setpgid(0, 0);
     struct sigaction dfl {};
@@ -64,6 +75,7 @@ pid_t ProcessSpawner::spawn(const SpawnRequest& request) {
     (void)ignored;
     ::_exit(e == ENOENT ? 127 : 126);
   }
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
   ::setpgid(pid, pid);  // also here, so the group exists before any signal is sent
   return pid;
 }
