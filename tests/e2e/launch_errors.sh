@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Configuration errors exit 78 with a message naming the variable; asking for GPUs
+# on a machine without them exits 77 saying so plainly; both write the cause to
+# the termination log. KTRAIN_GPUS=0 skips the GPU checks.
+source "$(dirname "$0")/launch_lib.bash"
+start_node nocmd -- 
+expect_status nocmd 78
+expect_termlog nocmd "no command to run"
+start_node badnodes KTRAIN_NNODES=zero -- true
+expect_status badnodes 78
+expect_termlog badnodes "KTRAIN_NNODES: 'zero' is not a whole number"
+start_node nosecret KTRAIN_NNODES=2 KTRAIN_NODE_RANK=1 KTRAIN_MASTER_ADDR=x -- true
+expect_status nosecret 78
+expect_termlog nosecret "KTRAIN_RDZV_SECRET is not set"
+pass "configuration errors exit 78 naming the variable"
+
+if [ -e /dev/nvidiactl ] || [ -e /dev/nvidia0 ]; then
+  echo "skip: this machine has an NVIDIA device; the no-GPU path cannot be shown"
+else
+  start_node gpu KTRAIN_GPUS=2 KTRAIN_PREFLIGHT=quick -- echo ran
+  expect_status gpu 77
+  grep -qi "no NVIDIA" "$WORK/gpu.err" || { cat "$WORK/gpu.err"; fail "no plain GPU message"; }
+  expect_termlog gpu "KTRAIN_GPUS=2 but no NVIDIA"
+  ! grep -q ran "$WORK/gpu.out" || fail "the worker ran without its GPUs"
+  pass "KTRAIN_GPUS=2 without a GPU: exit 77, $(cat "$WORK/gpu.termlog")"
+fi
+start_node cpu KTRAIN_GPUS=0 KTRAIN_PREFLIGHT=full -- echo ran
+expect_status cpu 0
+grep -q "^\[rank 0\] ran$" "$WORK/cpu.out" || fail "KTRAIN_GPUS=0 did not run the worker"
+grep -q "skipped: no GPUs requested" "$WORK/cpu.err" || fail "no word of the skipped preflight"
+pass "KTRAIN_GPUS=0 skips the GPU checks"
+
+# The worker's own exit status passes through; a missing command is 127.
+start_node three KTRAIN_NPROC_PER_NODE=2 -- sh -c 'exit $((KTRAIN_RANK + 3))'
+wait_node three
+[ "$RC" = 3 ] || [ "$RC" = 4 ] || fail "expected a worker's status (3 or 4), got $RC"
+start_node missing -- /nonexistent/train.py
+expect_status missing 127
+expect_termlog missing "rank 0 exited 127"
+pass "worker statuses pass through"
