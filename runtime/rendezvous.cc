@@ -279,7 +279,7 @@ World join_rendezvous(const Config& config, const NodeInfo& self, Connection& co
     int64_t left = deadline - now_ms();
     if (left <= 0) return;
     ::usleep(static_cast<useconds_t>(std::min<int64_t>(backoff_ms, left)) * 1000);
-    backoff_ms = std::min(backoff_ms * 2, 1000);
+    backoff_ms = std::min(backoff_ms * 2, 500);
     if (now_ms() >= next_log) {
       log_line("still waiting for node 0 at " + target + ": " + last_error);
       next_log = now_ms() + 30000;

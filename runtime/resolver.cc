@@ -1,6 +1,7 @@
 #include "runtime/resolver.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -8,8 +9,6 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "runtime/net.h"
 #include "runtime/sha256.h"
@@ -38,13 +37,16 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+// (No iostreams: they would add their start-up cost to every launcher start.)
 bool read_file(const std::string& path, std::string& out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out.clear();
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return n == 0;
 }
 
 bool is_ipv4(const std::string& s) {
