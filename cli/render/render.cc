@@ -1,0 +1,261 @@
+#include "render/render.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <regex>
+#include <string>
+
+#include "base/env.h"
+#include "base/error.h"
+#include "render/merge_patch.h"
+#include "render/templates.h"
+#include "render/workloads.h"
+
+namespace ktrain::render {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+/// The embedded skeletons, parsed once.
+const std::map<std::string, ordered_json>& embedded_parsed() {
+  static const std::map<std::string, ordered_json> parsed = [] {
+    std::map<std::string, ordered_json> m;
+    for (const auto& t : embedded_templates()) {
+      m[t.name] = parse_yaml_document(t.content, std::string("templates/") + t.name);
+    }
+    return m;
+  }();
+  return parsed;
+}
+
+/// Loads skeletons from the embedded set or from --templates DIR (each file once).
+class TemplateSource {
+ public:
+  explicit TemplateSource(const RenderOptions& options)
+      : dir_(options.templates_dir), fs_(options.fs) {
+    if (!dir_.empty() && fs_ == nullptr) fs_ = &real_fs_;
+  }
+
+  ordered_json load(const std::string& file) {
+    if (dir_.empty()) {
+      const auto& all = embedded_parsed();
+      auto it = all.find(file);
+      if (it == all.end()) throw Error("no embedded template " + file + " (a build problem)");
+      return it->second;
+    }
+    auto it = cache_.find(file);
+    if (it != cache_.end()) return it->second;
+    const std::string path = dir_ + "/" + file;
+    if (!fs_->exists(path)) {
+      throw UsageError("--templates " + dir_ + ": there is no " + file +
+                       " (the folder must hold the same file names as templates/: job.yaml, "
+                       "service-headless.yaml, podgroup.yaml, deployment.yaml, service.yaml, "
+                       "hpa.yaml)");
+    }
+    ordered_json parsed = parse_yaml_document(fs_->read_file(path), path);
+    if (!parsed.is_object()) {
+      throw UsageError(path + ": a template must be a YAML mapping (a Kubernetes object)");
+    }
+    cache_[file] = parsed;
+    return parsed;
+  }
+
+ private:
+  std::string dir_;
+  FileSystem* fs_;
+  RealFileSystem real_fs_;
+  std::map<std::string, ordered_json> cache_;
+};
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string run_name(const project::Project& project, const std::string& run_id) {
+  return project.name + "-" + run_id;
+}
+
+std::vector<std::string> run_names(const project::Project& project, const std::string& run_id) {
+  const std::string base = run_name(project, run_id);
+  if (!project.train) return {base};
+  std::vector<std::string> names;
+  for (const auto& point : project::sweep_points(*project.train)) {
+    names.push_back(project::sweep_run_name(base, point));
+  }
+  return names;
+}
+
+std::string run_id_from(std::uint64_t entropy) {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string id;
+  for (int i = 0; i < 5; ++i) {
+    id += kAlphabet[entropy % 36];
+    entropy /= 36;
+  }
+  return id;
+}
+
+std::string default_run_id(const project::Project& project, const RenderOptions& options) {
+  RenderOptions probe = options;
+  probe.run_id = "00000";  // same length as a real id, so the same names validate
+  probe.strict = false;
+  const Rendered r = render_project(project, probe);
+  return run_id_from(fnv1a(to_json(r.objects)));
+}
+
+void validate_run_id(const project::Project& project, const std::string& run_id) {
+  static const std::regex label("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+  if (!std::regex_match(run_id, label)) {
+    throw UsageError("--run-id '" + run_id +
+                     "': a run id must be lower-case letters, digits and '-', starting and "
+                     "ending with a letter or digit (e.g. 7f3k2)");
+  }
+  if (!project.train) return;
+  // The longest pod host name: <run>[-<k>]-<rank>.
+  std::string longest = run_name(project, run_id);
+  if (!project.train->sweep.empty()) {
+    longest += "-" + std::to_string(project::sweep_points(*project.train).size() - 1);
+  }
+  longest += "-" + std::to_string(project.train->nodes - 1);
+  if (longest.size() > 63) {
+    throw UsageError("--run-id '" + run_id + "' is too long: pod host names such as '" + longest +
+                     "' would exceed 63 characters");
+  }
+}
+
+std::string multiply_quantity(const std::string& quantity, int n) {
+  static const std::regex form(
+      "([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([numkMGTPE]|[KMGTPE]i|[eE][-+]?[0-9]+)?");
+  std::smatch m;
+  if (!std::regex_match(quantity, m, form) || n < 0) {
+    throw Error("'" + quantity + "' is not a Kubernetes quantity (e.g. 500m, 2, 64Gi)");
+  }
+  const std::string mantissa = m[1].str();
+  const std::string suffix = m[3].str();
+  std::string digits;
+  std::size_t frac = 0;
+  bool after_point = false;
+  for (char c : mantissa) {
+    if (c == '.') {
+      after_point = true;
+    } else {
+      digits += c;
+      if (after_point) ++frac;
+    }
+  }
+  if (digits.size() > 15) throw Error("quantity '" + quantity + "' has too many digits");
+  std::uint64_t value = std::stoull(digits) * static_cast<std::uint64_t>(n);
+  std::string s = std::to_string(value);
+  if (frac > 0) {
+    if (s.size() <= frac) s.insert(0, frac - s.size() + 1, '0');
+    s.insert(s.size() - frac, ".");
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s + suffix;
+}
+
+std::string image_pin_problem(const std::string& ref) {
+  if (ref.find('@') != std::string::npos) return "";  // pinned by digest
+  const auto slash = ref.rfind('/');
+  const std::string last = slash == std::string::npos ? ref : ref.substr(slash + 1);
+  const auto colon = last.find(':');
+  if (colon == std::string::npos) {
+    return "image '" + ref + "' has no tag: pin a version (e.g. " + ref +
+           ":1.0) or a digest (@sha256:...) so that every node runs the same code";
+  }
+  if (last.substr(colon + 1) == "latest") {
+    return "image '" + ref +
+           "' uses the tag 'latest', which moves: pin a version or a digest "
+           "(@sha256:...) so that every node runs the same code";
+  }
+  return "";
+}
+
+Rendered render_project(const project::Project& project, const RenderOptions& options) {
+  Rendered r;
+  const std::string id = options.run_id.empty() ? default_run_id(project, options) : options.run_id;
+  validate_run_id(project, id);
+
+  std::string image = options.image.empty() ? project.image.ref : options.image;
+  if (image.empty() && project.image.build) image = project.image.build->repository;
+  if (image.empty()) {
+    throw UsageError("image: nothing to run: set image (or image.ref), or image.build");
+  }
+  if (auto problem = image_pin_problem(image); !problem.empty()) r.warnings.push_back(problem);
+
+  if (!project.train && !project.serve) {
+    throw UsageError(project.file + ": nothing to render: the project has neither train nor serve");
+  }
+
+  TemplateSource templates(options);
+  detail::RenderContext ctx{project,
+                            [&templates](const std::string& f) { return templates.load(f); }, image,
+                            &r.warnings};
+
+  if (project.train) {
+    const auto& s = project.scheduling;
+    if (s.gang == "kueue" && s.queue.empty()) {
+      r.warnings.push_back(
+          "scheduling.gang is kueue but scheduling.queue is empty: Kueue admits only Jobs "
+          "that name a LocalQueue (queue: NAME)");
+    }
+    const std::string base = run_name(project, id);
+    for (const auto& point : project::sweep_points(*project.train)) {
+      const std::string run = project::sweep_run_name(base, point);
+      const std::string sweep = point.index >= 0 ? base : "";
+      for (auto& o : detail::render_train_run(ctx, run, sweep, point)) {
+        r.objects.push_back(std::move(o));
+      }
+    }
+  }
+  if (project.serve) {
+    for (auto& o : detail::render_serve(ctx)) r.objects.push_back(std::move(o));
+  }
+
+  for (auto& o : r.objects) detail::prune_nulls(o);
+
+  for (const auto& [kind, patch] : project.patches) {
+    bool matched = false;
+    for (auto& o : r.objects) {
+      if (o.value("kind", "") == kind) {
+        apply_merge_patch(o, patch);
+        matched = true;
+      }
+    }
+    if (!matched) {
+      std::vector<std::string> kinds;
+      for (const auto& o : r.objects) {
+        const std::string k = o.value("kind", "");
+        if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+      }
+      r.warnings.push_back("patches." + kind + " matches no rendered object (rendered kinds: " +
+                           join(kinds, ", ") + ")");
+    }
+  }
+
+  if (options.strict && !r.warnings.empty()) {
+    throw UsageError("--strict: " + join(r.warnings, "; "));
+  }
+  return r;
+}
+
+}  // namespace ktrain::render

@@ -1,0 +1,419 @@
+#include "render/workloads.h"
+
+#include <string>
+
+#include "base/error.h"
+
+namespace ktrain::render::detail {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+/// The container called `name` in pod spec `pod`; appended when the skeleton has none.
+ordered_json& container_named(ordered_json& pod, const std::string& name) {
+  auto& containers = pod["containers"];
+  if (!containers.is_array()) containers = ordered_json::array();
+  for (auto& c : containers) {
+    if (c.is_object() && c.value("name", "") == name) return c;
+  }
+  containers.push_back({{"name", name}});
+  return containers.back();
+}
+
+ordered_json env_value(const std::string& name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
+}
+
+ordered_json env_field(const std::string& name, const std::string& path) {
+  return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}};
+}
+
+/// The GPU resource name: nvidia.com/gpu, or nvidia.com/mig-<profile> with `mig`.
+std::string gpu_resource(const std::string& mig) {
+  return mig.empty() ? "nvidia.com/gpu" : "nvidia.com/mig-" + mig;
+}
+
+/// requests = limits: cpu and memory when given, GPUs when > 0. Null when nothing is set.
+ordered_json resources(const std::string& cpu, const std::string& memory, int gpus,
+                       const std::string& mig) {
+  ordered_json list = ordered_json::object();
+  if (!cpu.empty()) list["cpu"] = cpu;
+  if (!memory.empty()) list["memory"] = memory;
+  if (gpus > 0) list[gpu_resource(mig)] = std::to_string(gpus);
+  if (list.empty()) return nullptr;
+  return {{"limits", list}, {"requests", list}};
+}
+
+ordered_json toleration(const project::Toleration& t) {
+  ordered_json o = ordered_json::object();
+  if (!t.key.empty()) o["key"] = t.key;
+  if (!t.op.empty()) o["operator"] = t.op;
+  if (!t.value.empty() && t.op != "Exists") o["value"] = t.value;
+  if (!t.effect.empty()) o["effect"] = t.effect;
+  if (t.toleration_seconds) o["tolerationSeconds"] = *t.toleration_seconds;
+  return o;
+}
+
+/// Scheduling and security of a pod spec, shared by train and serve.
+void set_pod_common(ordered_json& pod, const project::Project& p, bool uses_gpus,
+                    const std::string& gpu_type) {
+  const auto& s = p.scheduling;
+  if (!s.priority.empty()) pod["priorityClassName"] = s.priority;
+  if (!s.runtime_class.empty()) pod["runtimeClassName"] = s.runtime_class;
+
+  ordered_json selector = pod.value("nodeSelector", ordered_json());
+  if (!selector.is_object()) selector = ordered_json::object();
+  for (const auto& [k, v] : s.node_selector) selector[k] = v;
+  if (!gpu_type.empty()) selector["nvidia.com/gpu.product"] = gpu_type;
+  if (!selector.empty()) pod["nodeSelector"] = selector;
+
+  ordered_json tolerations = ordered_json::array();
+  for (const auto& t : s.tolerations) tolerations.push_back(toleration(t));
+  if (!s.tolerations_set && uses_gpus) {
+    tolerations.push_back(
+        {{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+  }
+  if (!tolerations.empty()) pod["tolerations"] = tolerations;
+
+  if (!p.image.pull_secrets.empty()) {
+    ordered_json secrets = ordered_json::array();
+    for (const auto& name : p.image.pull_secrets) secrets.push_back({{"name", name}});
+    pod["imagePullSecrets"] = secrets;
+  }
+
+  auto& sc = pod["securityContext"];
+  if (!sc.is_object()) sc = ordered_json::object();
+  sc["runAsNonRoot"] = p.security.run_as_non_root;
+  if (p.security.run_as_user) sc["runAsUser"] = *p.security.run_as_user;
+  if (p.security.run_as_group) sc["runAsGroup"] = *p.security.run_as_group;
+  if (p.security.fs_group) sc["fsGroup"] = *p.security.fs_group;
+}
+
+/// The container's security context: no privilege escalation, every capability
+/// dropped but those the project adds.
+void set_container_security(ordered_json& container, const project::Project& p) {
+  auto& sc = container["securityContext"];
+  if (!sc.is_object()) sc = ordered_json::object();
+  sc["allowPrivilegeEscalation"] = false;
+  auto& caps = sc["capabilities"];
+  if (!caps.is_object()) caps = ordered_json::object();
+  caps["drop"] = ordered_json::array({"ALL"});
+  if (!p.security.add_capabilities.empty()) {
+    caps["add"] = p.security.add_capabilities;
+  }
+}
+
+void append_user_env(ordered_json& env, const project::StringPairs& pairs) {
+  for (const auto& [k, v] : pairs) env.push_back(env_value(k, v));
+}
+
+const char* volume_prefix(project::Volume::Kind kind) {
+  switch (kind) {
+    case project::Volume::Kind::kClaim:
+      return "claim";
+    case project::Volume::Kind::kConfigMap:
+      return "config";
+    case project::Volume::Kind::kSecret:
+      return "secret";
+    case project::Volume::Kind::kEmptyDir:
+      return "scratch";
+  }
+  return "volume";
+}
+
+/// Volumes and mounts of `train.volumes`, then /dev/shm.
+void set_volumes(ordered_json& pod, ordered_json& container, const project::Train& t) {
+  ordered_json volumes = ordered_json::array();
+  ordered_json mounts = ordered_json::array();
+  for (std::size_t i = 0; i < t.volumes.size(); ++i) {
+    const auto& v = t.volumes[i];
+    const std::string name = std::string(volume_prefix(v.kind)) + "-" + std::to_string(i);
+    ordered_json vol = {{"name", name}};
+    bool read_only = v.read_only;
+    switch (v.kind) {
+      case project::Volume::Kind::kClaim: {
+        ordered_json claim = {{"claimName", v.source}};
+        if (v.read_only) claim["readOnly"] = true;
+        vol["persistentVolumeClaim"] = claim;
+        break;
+      }
+      case project::Volume::Kind::kConfigMap:
+        vol["configMap"] = {{"name", v.source}};
+        read_only = true;  // the kubelet mounts these read-only anyway; say so
+        break;
+      case project::Volume::Kind::kSecret:
+        vol["secret"] = {{"secretName", v.source}};
+        read_only = true;
+        break;
+      case project::Volume::Kind::kEmptyDir:
+        vol["emptyDir"] = ordered_json::object();
+        break;
+    }
+    volumes.push_back(vol);
+    ordered_json mount = {{"name", name}, {"mountPath", v.mount}};
+    if (read_only) mount["readOnly"] = true;
+    mounts.push_back(mount);
+  }
+  if (!t.shm.empty()) {
+    volumes.push_back(
+        {{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", t.shm}}}});
+    mounts.push_back({{"name", "dshm"}, {"mountPath", "/dev/shm"}});
+  }
+  if (!volumes.empty()) {
+    pod["volumes"] = volumes;
+    container["volumeMounts"] = mounts;
+  }
+}
+
+ordered_json probe(const project::Probe& pr, int default_port) {
+  return {{"httpGet", {{"path", pr.path}, {"port", pr.port != 0 ? pr.port : default_port}}},
+          {"initialDelaySeconds", pr.initial_delay_s},
+          {"periodSeconds", pr.period_s},
+          {"failureThreshold", pr.failure_threshold}};
+}
+
+ordered_json render_podgroup(const RenderContext& ctx, const std::string& run,
+                             const ordered_json& labels) {
+  const auto& p = ctx.project;
+  const auto& t = *p.train;
+  ordered_json pg = ctx.load("podgroup.yaml");
+  set_metadata(pg, p, run, labels);
+  auto& spec = pg["spec"];
+  spec["minMember"] = t.nodes;
+  ordered_json min = ordered_json::object();
+  if (!t.cpu.empty()) min["cpu"] = multiply_quantity(t.cpu, t.nodes);
+  if (!t.memory.empty()) min["memory"] = multiply_quantity(t.memory, t.nodes);
+  if (t.gpus > 0) min[gpu_resource(t.mig)] = std::to_string(t.gpus * t.nodes);
+  if (!min.empty()) spec["minResources"] = min;
+  if (!p.scheduling.queue.empty()) spec["queue"] = p.scheduling.queue;
+  if (!p.scheduling.priority.empty()) spec["priorityClassName"] = p.scheduling.priority;
+  return pg;
+}
+
+ordered_json render_headless_service(const RenderContext& ctx, const std::string& run,
+                                     const ordered_json& labels) {
+  ordered_json svc = ctx.load("service-headless.yaml");
+  set_metadata(svc, ctx.project, run, labels);
+  auto& spec = svc["spec"];
+  spec["clusterIP"] = "None";
+  spec["publishNotReadyAddresses"] = true;
+  spec["selector"] = {{kLabelRun, run}};
+  return svc;
+}
+
+ordered_json train_env(const project::Project& p, const std::string& run,
+                       const project::SweepPoint& point) {
+  const auto& t = *p.train;
+  ordered_json env = ordered_json::array();
+  env.push_back(env_value("KTRAIN_RUN", run));
+  env.push_back(env_value("KTRAIN_NNODES", std::to_string(t.nodes)));
+  env.push_back(env_field("JOB_COMPLETION_INDEX",
+                          "metadata.annotations['batch.kubernetes.io/job-completion-index']"));
+  env.push_back(env_value("KTRAIN_NPROC_PER_NODE", t.gpus > 0 ? "auto" : "1"));
+  env.push_back(env_value("KTRAIN_GPUS", std::to_string(t.gpus)));
+  env.push_back(env_value("KTRAIN_MASTER_ADDR", run + "-0." + run));
+  env.push_back(env_value("KTRAIN_RDZV_PORT", std::to_string(kRdzvPort)));
+  env.push_back(env_value("KTRAIN_MASTER_PORT", std::to_string(kMasterPort)));
+  env.push_back(env_value("KTRAIN_RDZV_TIMEOUT", "900"));
+  env.push_back({{"name", "KTRAIN_RDZV_SECRET"},
+                 {"valueFrom", {{"secretKeyRef", {{"name", run + "-rdzv"}, {"key", "token"}}}}}});
+  env.push_back(env_value("KTRAIN_FRAMEWORK", t.framework));
+  env.push_back(env_value("KTRAIN_PREFLIGHT", t.preflight));
+  env.push_back(env_value("KTRAIN_GRACE_PERIOD", "25"));
+  env.push_back(env_field("KTRAIN_POD_IP", "status.podIP"));
+  for (const auto& [name, value] : point.params) {
+    env.push_back(env_value(project::param_env_name(name), value));
+  }
+  append_user_env(env, t.env);
+  return env;
+}
+
+ordered_json render_job(const RenderContext& ctx, const std::string& run,
+                        const ordered_json& labels, const project::SweepPoint& point) {
+  const auto& p = ctx.project;
+  const auto& t = *p.train;
+  const auto& s = p.scheduling;
+  const bool volcano = s.gang == "volcano";
+
+  ordered_json job = ctx.load("job.yaml");
+  ordered_json job_labels = labels;
+  if (!volcano && !s.queue.empty()) job_labels[kLabelKueueQueue] = s.queue;
+  set_metadata(job, p, run, job_labels);
+
+  auto& spec = job["spec"];
+  spec["completionMode"] = "Indexed";
+  spec["completions"] = t.nodes;
+  spec["parallelism"] = t.nodes;
+  spec["backoffLimit"] = t.restarts;
+  if (t.deadline_s) spec["activeDeadlineSeconds"] = *t.deadline_s;
+  if (t.ttl_s) spec["ttlSecondsAfterFinished"] = *t.ttl_s;
+
+  auto& tmpl = spec["template"];
+  auto& tmeta = tmpl["metadata"];
+  if (!tmeta["labels"].is_object()) tmeta["labels"] = ordered_json::object();
+  for (auto it = labels.begin(); it != labels.end(); ++it) tmeta["labels"][it.key()] = it.value();
+  if (volcano) tmeta["annotations"][kAnnotationVolcanoGroup] = run;
+
+  auto& pod = tmpl["spec"];
+  pod["subdomain"] = run;
+  pod["restartPolicy"] = "Never";  // podFailurePolicy requires it
+  if (volcano) pod["schedulerName"] = "volcano";
+  set_pod_common(pod, p, t.gpus > 0, t.gpu_type);
+
+  auto& c = container_named(pod, "train");
+  c["image"] = ctx.image;
+  c["command"] = ordered_json::array({"/opt/ktrain/bin/ktrain-launch", "--"});
+  c["args"] = project::substitute_params(t.command, point.params);
+  c["env"] = train_env(p, run, point);
+  if (!t.env_from.empty()) {
+    ordered_json from = ordered_json::array();
+    for (const auto& e : t.env_from) {
+      if (e.kind == project::EnvFrom::Kind::kSecret) {
+        from.push_back({{"secretRef", {{"name", e.name}}}});
+      } else {
+        from.push_back({{"configMapRef", {{"name", e.name}}}});
+      }
+    }
+    c["envFrom"] = from;
+  }
+  c["resources"] = resources(t.cpu, t.memory, t.gpus, t.mig);
+  set_volumes(pod, c, t);
+  set_container_security(c, p);
+  c["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  return job;
+}
+
+}  // namespace
+
+ordered_json common_labels(const project::Project& project, const std::string& run,
+                           const std::string& sweep) {
+  ordered_json labels = ordered_json::object();
+  labels[kLabelName] = project.name;
+  labels[kLabelManagedBy] = "ktrain";
+  labels[kLabelRun] = run;
+  if (!sweep.empty()) labels[kLabelSweep] = sweep;
+  for (const auto& [k, v] : project.labels) {
+    if (!labels.contains(k)) labels[k] = v;  // ktrain's own labels cannot be overridden
+  }
+  return labels;
+}
+
+void set_metadata(ordered_json& object, const project::Project& project, const std::string& name,
+                  const ordered_json& labels) {
+  auto& meta = object["metadata"];
+  if (!meta.is_object()) meta = ordered_json::object();
+  meta["name"] = name;
+  if (!project.namespace_.empty()) meta["namespace"] = project.namespace_;
+  if (!meta["labels"].is_object()) meta["labels"] = ordered_json::object();
+  for (auto it = labels.begin(); it != labels.end(); ++it) meta["labels"][it.key()] = it.value();
+}
+
+std::vector<ordered_json> render_train_run(const RenderContext& ctx, const std::string& run,
+                                           const std::string& sweep,
+                                           const project::SweepPoint& point) {
+  const ordered_json labels = common_labels(ctx.project, run, sweep);
+  std::vector<ordered_json> out;
+  if (ctx.project.scheduling.gang == "volcano") out.push_back(render_podgroup(ctx, run, labels));
+  out.push_back(render_headless_service(ctx, run, labels));
+  out.push_back(render_job(ctx, run, labels, point));
+  return out;
+}
+
+std::vector<ordered_json> render_serve(const RenderContext& ctx) {
+  const auto& p = ctx.project;
+  const auto& sv = *p.serve;
+  const std::string& name = p.name;
+  const ordered_json labels = common_labels(p, name, "");
+  const ordered_json selector = {{kLabelRun, name}};
+  std::vector<ordered_json> out;
+
+  ordered_json dep = ctx.load("deployment.yaml");
+  set_metadata(dep, p, name, labels);
+  auto& spec = dep["spec"];
+  if (!sv.autoscale) spec["replicas"] = sv.replicas.value_or(1);
+  spec["selector"] = {{"matchLabels", selector}};
+  spec["strategy"] = {
+      {"type", "RollingUpdate"},
+      {"rollingUpdate",
+       {{"maxSurge", sv.rollout.max_surge}, {"maxUnavailable", sv.rollout.max_unavailable}}}};
+  auto& tmeta = spec["template"]["metadata"];
+  if (!tmeta["labels"].is_object()) tmeta["labels"] = ordered_json::object();
+  for (auto it = labels.begin(); it != labels.end(); ++it) tmeta["labels"][it.key()] = it.value();
+  auto& pod = spec["template"]["spec"];
+  set_pod_common(pod, p, sv.gpus > 0, "");
+  auto& c = container_named(pod, "serve");
+  c["image"] = ctx.image;
+  if (!sv.command.empty()) c["command"] = sv.command;
+  c["ports"] =
+      ordered_json::array({{{"name", "http"}, {"containerPort", sv.port}, {"protocol", "TCP"}}});
+  if (!sv.env.empty()) {
+    ordered_json env = ordered_json::array();
+    append_user_env(env, sv.env);
+    c["env"] = env;
+  }
+  c["resources"] = resources(sv.cpu, sv.memory, sv.gpus, "");
+  if (sv.readiness) c["readinessProbe"] = probe(*sv.readiness, sv.port);
+  if (sv.liveness) c["livenessProbe"] = probe(*sv.liveness, sv.port);
+  set_container_security(c, p);
+  c["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  out.push_back(dep);
+
+  ordered_json svc = ctx.load("service.yaml");
+  set_metadata(svc, p, name, labels);
+  svc["spec"]["type"] = "ClusterIP";
+  svc["spec"]["selector"] = selector;
+  svc["spec"]["ports"] = ordered_json::array(
+      {{{"name", "http"}, {"port", sv.port}, {"targetPort", sv.port}, {"protocol", "TCP"}}});
+  out.push_back(svc);
+
+  if (sv.autoscale) {
+    const auto& a = *sv.autoscale;
+    ordered_json hpa = ctx.load("hpa.yaml");
+    set_metadata(hpa, p, name, labels);
+    auto& hs = hpa["spec"];
+    hs["scaleTargetRef"] = {{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", name}};
+    hs["minReplicas"] = a.min;
+    hs["maxReplicas"] = a.max;
+    ordered_json metrics = ordered_json::array();
+    if (a.cpu) {
+      metrics.push_back(
+          {{"type", "Resource"},
+           {"resource",
+            {{"name", "cpu"},
+             {"target", {{"type", "Utilization"}, {"averageUtilization", *a.cpu}}}}}});
+      if (sv.cpu.empty()) {
+        ctx.warnings->push_back(
+            "serve.autoscale.cpu is set but serve.cpu is not: the autoscaler computes CPU "
+            "utilisation against the pods' CPU request, so set serve.cpu (e.g. cpu: \"2\")");
+      }
+    }
+    if (a.metric) {
+      metrics.push_back(
+          {{"type", "Pods"},
+           {"pods",
+            {{"metric", {{"name", a.metric->name}}},
+             {"target", {{"type", "AverageValue"}, {"averageValue", a.metric->target}}}}}});
+    }
+    hs["metrics"] = metrics;
+    out.push_back(hpa);
+  }
+  return out;
+}
+
+void prune_nulls(ordered_json& value) {
+  if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end();) {
+      if (it.value().is_null()) {
+        it = value.erase(it);
+      } else {
+        prune_nulls(it.value());
+        ++it;
+      }
+    }
+  } else if (value.is_array()) {
+    for (auto& item : value) prune_nulls(item);
+  }
+}
+
+}  // namespace ktrain::render::detail
