@@ -1,0 +1,80 @@
+#pragma once
+// The cluster backend: runs are Indexed Jobs (with a headless Service, a rendezvous
+// Secret and, for Volcano, a PodGroup) found again by their ktrain.dev/run label.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/backend.h"
+#include "base/env.h"
+#include "kube/client.h"
+#include "kube/connection.h"
+
+namespace ktrain::backend {
+
+/// The label that every object of a run carries.
+inline constexpr const char* kRunLabel = "ktrain.dev/run";
+
+/// Speaks REST to the API server through a kube::Client.
+class KubeBackend : public Backend {
+ public:
+  /// Uses `client` and `env` (both must outlive this).
+  KubeBackend(kube::Client& client, Env& env);
+  /// Owns `connection` and uses its client.
+  KubeBackend(std::unique_ptr<kube::Connection> connection, Env& env);
+
+  /// Renders the project's training runs and applies them: for each run a Secret
+  /// `<run>-rdzv` with a random `token` (created once, kept on a second submit), then
+  /// the Services and PodGroups, then the Jobs (server-side apply, field manager
+  /// ktrain; the objects of one step are sent concurrently). Submitting the same run
+  /// again changes nothing. With dry_run_server, the server validates without persisting.
+  SubmitResult submit(const project::Project& project, const SubmitOptions& opts) override;
+
+  /// The ktrain Jobs in the namespace (or all namespaces), newest first; read page by
+  /// page, keeping only the summaries.
+  std::vector<RunSummary> list(bool all_namespaces) override;
+
+  /// The Job's conditions, one row per rank, and explanations from pod conditions,
+  /// container states and events. Throws Error (exit 1) when there is no such run.
+  RunStatus status(const std::string& run) override;
+
+  /// Each rank's current pod log (concurrently fetched, printed rank by rank); with
+  /// follow, every rank's stream at once until they end.
+  void logs(const std::string& run, const LogOptions& opts, const LogSink& sink) override;
+
+  /// Deletes the run's Jobs, Services, PodGroups, Secrets, Deployments and HPAs by label
+  /// (background propagation: the Job's pods go too). Throws Error when nothing has
+  /// the run's label.
+  void remove(const std::string& run) override;
+
+  /// Applies `objects` in dependency order (Secrets; Services, PodGroups, ConfigMaps;
+  /// then the rest), concurrently within a step; returns their "kind.group/name" refs.
+  /// Secrets are created (POST) and left alone when they exist.
+  std::vector<std::string> apply_objects(const std::vector<nlohmann::ordered_json>& objects,
+                                         bool dry_run);
+
+  /// The namespace requests go to: -n, else the project's, else the context's.
+  std::string namespace_for(const project::Project& project) const;
+
+  /// The client.
+  kube::Client& client() { return client_; }
+
+ private:
+  std::unique_ptr<kube::Connection> connection_;
+  kube::Client& client_;
+  Env& env_;
+};
+
+/// The rendezvous Secret of `run`: `<run>-rdzv` with data.token = base64(`token`) and the
+/// run's labels.
+nlohmann::ordered_json rendezvous_secret(const std::string& run, const std::string& ns,
+                                         const nlohmann::ordered_json& labels,
+                                         const std::string& token);
+
+/// 32 random bytes from OpenSSL as 64 hex digits.
+std::string random_token();
+
+}  // namespace ktrain::backend

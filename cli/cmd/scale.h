@@ -1,0 +1,34 @@
+#pragma once
+// `ktrain scale NAME`: --replicas N through the Deployment's scale subresource, and
+// --min/--max on the HorizontalPodAutoscaler that controls it.
+
+#include <optional>
+#include <string>
+
+#include "cmd/command.h"
+#include "kube/client.h"
+
+namespace ktrain::cmd {
+
+/// What `ktrain scale` was asked to do.
+struct ScaleRequest {
+  std::string name;  ///< the Deployment (the serve name)
+  std::optional<int> replicas;
+  std::optional<int> min;
+  std::optional<int> max;
+};
+
+/// Throws UsageError unless at least one of --replicas/--min/--max is given and each is
+/// in range (replicas >= 0, min >= 1, max >= 1, min <= max).
+void validate_scale(const ScaleRequest& req);
+
+/// Scales through `client` in its namespace: PATCHes deployments/NAME/scale for
+/// --replicas (warning when an HPA controls the Deployment and no --min/--max was given),
+/// and merge-patches the HPA for --min/--max (Error when no HPA controls it). Prints
+/// "deployment.apps/NAME scaled" / "horizontalpodautoscaler.autoscaling/NAME patched".
+int run_scale(Env& env, kube::Client& client, const ScaleRequest& req);
+
+/// Registers `ktrain scale`.
+void add_scale_command(CLI::App& app, Env& env, CommandResult& result);
+
+}  // namespace ktrain::cmd

@@ -1,0 +1,184 @@
+#include "cmd/serve.h"
+
+#include <memory>
+#include <ostream>
+
+#include "backend/kube_backend.h"
+#include "base/duration.h"
+#include "base/error.h"
+#include "cmd/project_flags.h"
+#include "kube/connection.h"
+#include "render/render.h"
+
+namespace ktrain::cmd {
+
+namespace {
+
+using nlohmann::json;
+
+long long num(const json& obj, const char* a, const char* b, long long fallback = 0) {
+  auto ia = obj.find(a);
+  if (ia == obj.end() || !ia->is_object()) return fallback;
+  auto ib = ia->find(b);
+  if (ib == ia->end() || !ib->is_number_integer()) return fallback;
+  return ib->get<long long>();
+}
+
+}  // namespace
+
+RolloutState rollout_state(const json& d) {
+  RolloutState s;
+  const std::string name = d.contains("metadata") ? d["metadata"].value("name", "") : "";
+  const long long generation = num(d, "metadata", "generation");
+  const long long observed = num(d, "status", "observedGeneration");
+  if (generation > observed) {
+    s.message = "Waiting for deployment spec update to be observed...";
+    return s;
+  }
+  if (d.contains("status") && d["status"].contains("conditions")) {
+    for (const auto& c : d["status"]["conditions"]) {
+      if (c.value("type", "") == "Progressing" &&
+          c.value("reason", "") == "ProgressDeadlineExceeded") {
+        s.failed = true;
+        s.message = "deployment \"" + name + "\" exceeded its progress deadline";
+        return s;
+      }
+    }
+  }
+  const long long updated = num(d, "status", "updatedReplicas");
+  const long long replicas = num(d, "status", "replicas");
+  const long long available = num(d, "status", "availableReplicas");
+  const bool has_spec_replicas = d.contains("spec") && d["spec"].contains("replicas") &&
+                                 d["spec"]["replicas"].is_number_integer();
+  const long long want = has_spec_replicas ? d["spec"]["replicas"].get<long long>() : 0;
+  const std::string waiting = "Waiting for deployment \"" + name + "\" rollout to finish: ";
+  if (has_spec_replicas && updated < want) {
+    s.message = waiting + std::to_string(updated) + " out of " + std::to_string(want) +
+                " new replicas have been updated...";
+  } else if (replicas > updated) {
+    s.message =
+        waiting + std::to_string(replicas - updated) + " old replicas are pending termination...";
+  } else if (available < updated) {
+    s.message = waiting + std::to_string(available) + " of " + std::to_string(updated) +
+                " updated replicas are available...";
+  } else {
+    s.done = true;
+    s.message = "deployment \"" + name + "\" successfully rolled out";
+  }
+  return s;
+}
+
+int run_serve(Env& env, kube::Client& client, const project::Project& project,
+              const ServeRun& opts) {
+  if (!project.serve) {
+    throw UsageError(project.file +
+                     ": there is no serve section (use 'ktrain submit' for "
+                     "training)");
+  }
+  backend::KubeBackend kb(client, env);
+  const std::string ns = kb.namespace_for(project);
+  render::RenderOptions ro;
+  ro.run_id = render::default_run_id(project);
+  auto rendered = render::render_project(project, ro);
+  for (const auto& w : rendered.warnings) env.warn(w);
+  std::vector<nlohmann::ordered_json> objects;
+  std::string deployment;
+  for (auto& obj : rendered.objects) {
+    const auto& labels = obj["metadata"]["labels"];
+    if (!labels.is_object() || labels.value(render::kLabelRun, "") != project.name) continue;
+    const std::string kind = obj.value("kind", "");
+    if (kind != "Deployment" && kind != "Service" && kind != "HorizontalPodAutoscaler") continue;
+    if (!obj["metadata"].contains("namespace")) obj["metadata"]["namespace"] = ns;
+    if (kind == "Deployment") deployment = obj["metadata"].value("name", "");
+    objects.push_back(std::move(obj));
+  }
+  auto refs = with_context("serving " + project.name,
+                           [&] { return kb.apply_objects(objects, opts.dry_run_server); });
+  if (env.global.output == "name") {
+    for (const auto& r : refs) *env.out << r << "\n";
+  }
+  if (!opts.wait || opts.dry_run_server || deployment.empty()) {
+    if (env.global.output != "name") *env.out << project.name << "\n";
+    return exit_code::kOk;
+  }
+
+  const auto type = kube::resource_type("apps/v1", "Deployment");
+  const auto path = kube::object_path(type, ns, deployment);
+  const auto deadline = env.clock->steady_now() + opts.timeout;
+  std::string last;
+  while (true) {
+    auto d = client.get(path);
+    auto st = rollout_state(d);
+    if (st.message != last && !env.global.quiet && !st.done) *env.err << st.message << "\n";
+    last = st.message;
+    if (st.failed) throw Error("serving " + project.name + ": " + st.message);
+    if (st.done) {
+      const auto avail = d["status"].value("availableReplicas", 0);
+      if (env.global.output != "name") {
+        *env.out << project.name << ": rolled out, " << avail << " replica"
+                 << (avail == 1 ? "" : "s") << " available\n";
+      }
+      return exit_code::kOk;
+    }
+    if (env.clock->steady_now() >= deadline) {
+      *env.err << "ktrain: error: serving " << project.name << ": timed out after "
+               << format_duration(opts.timeout.count()) << " waiting for the rollout (" << last
+               << ")\n";
+      return exit_code::kTimeout;
+    }
+    env.clock->sleep_for(std::chrono::milliseconds(1000));
+  }
+}
+
+namespace {
+
+struct ServeOptions {
+  ProjectFlags project;
+  std::string timeout = "10m";
+  bool no_wait = false;
+  std::string dry_run;
+
+  ServeRun validate() const {
+    ServeRun r;
+    r.wait = !no_wait;
+    auto secs = parse_duration_seconds(timeout);
+    if (!secs || *secs <= 0) {
+      throw UsageError("--timeout " + timeout + ": expected a duration such as 90s, 10m or 1h");
+    }
+    r.timeout = std::chrono::seconds(*secs);
+    if (!dry_run.empty() && dry_run != "server" && dry_run != "none") {
+      throw UsageError("--dry-run " + dry_run +
+                       ": serve supports --dry-run=server (use "
+                       "'ktrain render' to see the objects)");
+    }
+    r.dry_run_server = dry_run == "server";
+    const auto& o = output_format;
+    if (!o.empty() && o != "name") throw UsageError("-o " + o + ": serve prints name");
+    return r;
+  }
+  std::string output_format;
+};
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, Env& env, CommandResult& result) {
+  auto opts = std::make_shared<ServeOptions>();
+  auto* sub = app.add_subcommand(
+      "serve",
+      "Apply the project's serve section (Deployment, Service, HPA) and wait for the rollout");
+  opts->project.add_to(*sub);
+  sub->add_option("--timeout", opts->timeout,
+                  "Give up waiting for the rollout after this long (exit 124)")
+      ->capture_default_str();
+  sub->add_flag("--no-wait", opts->no_wait, "Apply and return without waiting for the rollout");
+  sub->add_option("--dry-run", opts->dry_run, "server: validate on the server, change nothing");
+  sub->callback([opts, &env, &result] {
+    opts->output_format = env.global.output;
+    const ServeRun r = opts->validate();
+    const project::Project project = opts->project.load(env);
+    kube::Connection conn(env);
+    result.status = run_serve(env, conn.client(), project, r);
+  });
+}
+
+}  // namespace ktrain::cmd

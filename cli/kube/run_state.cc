@@ -1,0 +1,350 @@
+#include "kube/run_state.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+#include "kube/time.h"
+
+namespace ktrain::kube {
+
+namespace {
+
+using nlohmann::json;
+
+const json& at_path(const json& j, std::initializer_list<const char*> keys) {
+  static const json null_value;
+  const json* cur = &j;
+  for (const char* k : keys) {
+    if (!cur->is_object()) return null_value;
+    auto it = cur->find(k);
+    if (it == cur->end()) return null_value;
+    cur = &*it;
+  }
+  return *cur;
+}
+
+std::string str(const json& j, std::initializer_list<const char*> keys) {
+  const auto& v = at_path(j, keys);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+int integer(const json& v, int fallback = 0) {
+  if (v.is_number_integer()) return v.get<int>();
+  if (v.is_string()) {
+    try {
+      return std::stoi(v.get<std::string>());
+    } catch (...) {
+      return fallback;
+    }
+  }
+  return fallback;
+}
+
+std::optional<std::chrono::system_clock::time_point> time_at(const json& j,
+                                                             std::initializer_list<const char*> k) {
+  auto s = str(j, k);
+  if (s.empty()) return std::nullopt;
+  return parse_time(s);
+}
+
+bool condition_true(const json& obj, const char* type, json* found = nullptr) {
+  const auto& conds = at_path(obj, {"status", "conditions"});
+  if (!conds.is_array()) return false;
+  for (const auto& c : conds) {
+    if (c.value("type", "") == type && c.value("status", "") == "True") {
+      if (found) *found = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+const json* train_container_spec(const json& pod_spec) {
+  const auto& cs = at_path(pod_spec, {"containers"});
+  if (!cs.is_array() || cs.empty()) return nullptr;
+  for (const auto& c : cs) {
+    if (c.value("name", "") == kTrainContainer) return &c;
+  }
+  return &cs[0];
+}
+
+const json* train_container_status(const json& pod) {
+  const auto& cs = at_path(pod, {"status", "containerStatuses"});
+  if (!cs.is_array() || cs.empty()) return nullptr;
+  for (const auto& c : cs) {
+    if (c.value("name", "") == kTrainContainer) return &c;
+  }
+  return &cs[0];
+}
+
+int gpus_of(const json& container) {
+  const auto& limits = at_path(container, {"resources", "limits"});
+  if (!limits.is_object()) return 0;
+  for (auto it = limits.begin(); it != limits.end(); ++it) {
+    if (it.key() == "nvidia.com/gpu" || it.key().rfind("nvidia.com/mig-", 0) == 0 ||
+        it.key() == "amd.com/gpu") {
+      return integer(it.value());
+    }
+  }
+  return 0;
+}
+
+std::string format_ranks(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(ranks[i]);
+  }
+  return s;
+}
+
+bool is_image_pull_reason(const std::string& r) {
+  return r == "ErrImagePull" || r == "ImagePullBackOff" || r == "InvalidImageName" ||
+         r == "ErrImageNeverPull";
+}
+
+/// Groups rank numbers under a message, keeping the order messages first appear in.
+struct Grouped {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<int>> ranks;
+  void add(const std::string& msg, int rank) {
+    if (!ranks.count(msg)) order.push_back(msg);
+    ranks[msg].push_back(rank);
+  }
+};
+
+}  // namespace
+
+int pod_rank(const json& pod) {
+  auto s = str(pod, {"metadata", "labels", kCompletionIndex});
+  if (s.empty()) s = str(pod, {"metadata", "annotations", kCompletionIndex});
+  if (s.empty()) return -1;
+  try {
+    return std::stoi(s);
+  } catch (...) {
+    return -1;
+  }
+}
+
+backend::RunSummary summarize_job(const json& job) {
+  backend::RunSummary s;
+  s.name = str(job, {"metadata", "labels", kLabelRun});
+  if (s.name.empty()) s.name = str(job, {"metadata", "name"});
+  s.namespace_ = str(job, {"metadata", "namespace"});
+  const auto& spec = at_path(job, {"spec"});
+  s.nodes = integer(at_path(spec, {"parallelism"}), integer(at_path(spec, {"completions"}), 1));
+  if (const json* c = train_container_spec(at_path(spec, {"template", "spec"}))) {
+    s.gpus = gpus_of(*c);
+  }
+  if (auto t = time_at(job, {"metadata", "creationTimestamp"})) s.created = *t;
+
+  const auto& st = at_path(job, {"status"});
+  if (condition_true(job, "Complete") || condition_true(job, "SuccessCriteriaMet")) {
+    s.state = backend::RunState::kSucceeded;
+  } else if (condition_true(job, "Failed") || condition_true(job, "FailureTarget")) {
+    s.state = backend::RunState::kFailed;
+  } else if (at_path(spec, {"suspend"}).is_boolean() && at_path(spec, {"suspend"}).get<bool>()) {
+    s.state = backend::RunState::kPending;
+  } else {
+    const int active = integer(at_path(st, {"active"}));
+    const auto& ready = at_path(st, {"ready"});
+    if (ready.is_number_integer()) {
+      s.state = ready.get<int>() > 0 ? backend::RunState::kRunning : backend::RunState::kPending;
+    } else {
+      s.state = active > 0 ? backend::RunState::kRunning : backend::RunState::kPending;
+    }
+  }
+  return s;
+}
+
+backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
+                                const std::vector<json>& events) {
+  backend::RunStatus rs;
+  rs.summary = summarize_job(job);
+  const std::string job_name = str(job, {"metadata", "name"});
+
+  if (const auto& conds = at_path(job, {"status", "conditions"}); conds.is_array()) {
+    for (const auto& c : conds) {
+      if (c.value("status", "") != "True") continue;
+      std::string text = c.value("type", "");
+      if (auto r = c.value("reason", ""); !r.empty()) text += ": " + r;
+      if (auto m = c.value("message", ""); !m.empty()) text += " (" + m + ")";
+      rs.conditions.push_back(text);
+    }
+  }
+  rs.started = time_at(job, {"status", "startTime"});
+  rs.finished = time_at(job, {"status", "completionTime"});
+  if (!rs.finished) {
+    json failed;
+    if (condition_true(job, "Failed", &failed)) {
+      if (auto t = parse_time(failed.value("lastTransitionTime", ""))) rs.finished = t;
+    }
+  }
+
+  // The newest pod of each rank.
+  std::map<int, const json*> newest;
+  std::set<std::string> pod_names;
+  for (const auto& p : pods) {
+    const int r = pod_rank(p);
+    if (r < 0) continue;
+    pod_names.insert(str(p, {"metadata", "name"}));
+    auto it = newest.find(r);
+    if (it == newest.end()) {
+      newest[r] = &p;
+      continue;
+    }
+    auto a = str(*it->second, {"metadata", "creationTimestamp"});
+    auto b = str(p, {"metadata", "creationTimestamp"});
+    if (b > a ||
+        (b == a && str(p, {"metadata", "name"}) > str(*it->second, {"metadata", "name"}))) {
+      it->second = &p;
+    }
+  }
+
+  // Events about the Job and its pods, latest message per (object, reason).
+  std::map<std::string, std::string> pod_event;  // "pod/reason" -> message
+  std::vector<std::string> job_event_messages;
+  for (const auto& e : events) {
+    const auto kind = str(e, {"involvedObject", "kind"});
+    const auto name = str(e, {"involvedObject", "name"});
+    const auto reason = e.value("reason", "");
+    const auto message = e.value("message", "");
+    if (kind == "Job" && name == job_name) {
+      if (reason == "FailedCreate" && !message.empty() &&
+          std::find(job_event_messages.begin(), job_event_messages.end(), message) ==
+              job_event_messages.end()) {
+        job_event_messages.push_back(message);
+      }
+    } else if (kind == "Pod" && pod_names.count(name)) {
+      pod_event[name + "/" + reason] = message;
+    }
+  }
+
+  const bool ended = rs.summary.state == backend::RunState::kSucceeded ||
+                     rs.summary.state == backend::RunState::kFailed;
+  Grouped unschedulable, image_pull, config_error, oom, failed;
+  std::map<int, std::string> image_of_rank;
+  const int n = std::max(rs.summary.nodes, newest.empty() ? 0 : newest.rbegin()->first + 1);
+  for (int i = 0; i < n; ++i) {
+    backend::RankStatus rank;
+    rank.index = i;
+    auto it = newest.find(i);
+    if (it == newest.end()) {
+      if (ended) continue;
+      rank.phase = "Pending";
+      rank.reason = "NotCreated";
+      rs.ranks.push_back(rank);
+      continue;
+    }
+    const json& pod = *it->second;
+    rank.pod = str(pod, {"metadata", "name"});
+    rank.phase = str(pod, {"status", "phase"});
+    if (rank.phase.empty()) rank.phase = "Pending";
+    rank.node = str(pod, {"spec", "nodeName"});
+    if (const json* cs = train_container_status(pod)) {
+      rank.restarts = integer(at_path(*cs, {"restartCount"}));
+      const auto& state = at_path(*cs, {"state"});
+      if (const auto& t = at_path(state, {"terminated"}); t.is_object()) {
+        rank.exit_code = integer(at_path(t, {"exitCode"}));
+        rank.reason = t.value("reason", "");
+        rank.message = t.value("message", "");
+      } else if (const auto& w = at_path(state, {"waiting"}); w.is_object()) {
+        rank.reason = w.value("reason", "");
+        rank.message = w.value("message", "");
+      }
+      if (rank.reason.empty()) {
+        if (const auto& lt = at_path(*cs, {"lastState", "terminated"});
+            lt.is_object() && lt.value("reason", "") == "OOMKilled") {
+          rank.reason = "OOMKilled";
+          rank.exit_code = integer(at_path(lt, {"exitCode"}));
+        }
+      }
+    }
+    if (rank.phase == "Pending" && rank.reason.empty()) {
+      if (const auto& conds = at_path(pod, {"status", "conditions"}); conds.is_array()) {
+        for (const auto& c : conds) {
+          if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+            rank.reason = c.value("reason", "Unschedulable");
+            rank.message = c.value("message", "");
+          }
+        }
+      }
+    }
+    if (rank.reason.empty() && rank.phase == "Failed") {
+      rank.reason = str(pod, {"status", "reason"});
+      rank.message = str(pod, {"status", "message"});
+    }
+
+    // Explanations.
+    if (rank.reason == "Unschedulable") {
+      std::string msg = rank.message;
+      if (msg.empty()) msg = pod_event[rank.pod + "/FailedScheduling"];
+      unschedulable.add(msg, i);
+    } else if (is_image_pull_reason(rank.reason)) {
+      std::string msg = pod_event[rank.pod + "/Failed"];
+      if (msg.empty()) msg = rank.message;
+      if (msg.empty()) msg = rank.reason;
+      if (const json* c = train_container_spec(at_path(pod, {"spec"}))) {
+        image_of_rank[i] = c->value("image", "");
+      }
+      image_pull.add(msg, i);
+    } else if (rank.reason == "CreateContainerConfigError" ||
+               rank.reason == "CreateContainerError" || rank.reason == "RunContainerError") {
+      config_error.add(rank.message.empty() ? rank.reason : rank.message, i);
+    } else if (rank.reason == "OOMKilled") {
+      oom.add("", i);
+    } else if (rank.phase == "Failed" && rank.exit_code && *rank.exit_code != 0 &&
+               *rank.exit_code != 75) {
+      std::string msg = "exit code " + std::to_string(*rank.exit_code);
+      if (!rank.reason.empty()) msg += " (" + rank.reason + ")";
+      failed.add(msg, i);
+    }
+    rs.ranks.push_back(rank);
+  }
+
+  if (at_path(job, {"spec", "suspend"}).is_boolean() &&
+      at_path(job, {"spec", "suspend"}).get<bool>() && !ended) {
+    auto queue = str(job, {"metadata", "labels", "kueue.x-k8s.io/queue-name"});
+    rs.explanations.push_back(
+        queue.empty() ? "the Job is suspended: its pods are not created until it is resumed"
+                      : "the Job is queued: it waits for Kueue to admit it from the LocalQueue '" +
+                            queue + "' (the queue's ClusterQueue has no room yet)");
+  }
+  for (const auto& msg : job_event_messages) {
+    if (msg.find("exceeded quota") != std::string::npos ||
+        msg.find("forbidden: exceeded") != std::string::npos) {
+      rs.explanations.push_back(
+          "the Job cannot create its pods: the namespace's ResourceQuota is used up: " + msg);
+    } else {
+      rs.explanations.push_back("the Job cannot create its pods: " + msg);
+    }
+  }
+  for (const auto& msg : unschedulable.order) {
+    rs.explanations.push_back(format_ranks(unschedulable.ranks[msg]) + " cannot be scheduled: " +
+                              (msg.empty() ? "no node fits (no message from the scheduler)" : msg));
+  }
+  for (const auto& msg : image_pull.order) {
+    const auto& ranks = image_pull.ranks[msg];
+    const std::string image = image_of_rank[ranks.front()];
+    rs.explanations.push_back(format_ranks(ranks) + " cannot pull the image" +
+                              (image.empty() ? "" : " " + image) + ": " + msg +
+                              " (check the name and tag, and imagePullSecrets for a private "
+                              "registry)");
+  }
+  for (const auto& msg : config_error.order) {
+    rs.explanations.push_back(format_ranks(config_error.ranks[msg]) + " cannot start: " + msg);
+  }
+  for (const auto& msg : oom.order) {
+    rs.explanations.push_back(format_ranks(oom.ranks[msg]) +
+                              " ran out of memory and was killed (OOMKilled): raise train.memory "
+                              "or lower the batch size");
+  }
+  for (const auto& msg : failed.order) {
+    rs.explanations.push_back(format_ranks(failed.ranks[msg]) + " failed with " + msg);
+  }
+  return rs;
+}
+
+}  // namespace ktrain::kube

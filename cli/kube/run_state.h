@@ -1,0 +1,35 @@
+#pragma once
+// Reading a run's state from the objects the API server returns: a Job becomes a
+// RunSummary; a Job, its pods and the events about them become a RunStatus with one
+// row per rank and plain-language explanations (unschedulable, image pull, quota,
+// out of memory). Pure functions of JSON, so they are tested without a server.
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/backend.h"
+
+namespace ktrain::kube {
+
+/// Label and annotation names that Kubernetes and ktrain put on a run's objects.
+inline constexpr const char* kLabelRun = "ktrain.dev/run";
+inline constexpr const char* kLabelManagedBy = "app.kubernetes.io/managed-by";
+inline constexpr const char* kCompletionIndex = "batch.kubernetes.io/job-completion-index";
+
+/// The state, size and age of a training Job.
+backend::RunSummary summarize_job(const nlohmann::json& job);
+
+/// The rank index of a Job's pod (label or annotation job-completion-index), or -1.
+int pod_rank(const nlohmann::json& pod);
+
+/// Everything `ktrain status` shows, from the Job, its pods (any order; for a rank with
+/// several pods the newest counts) and the events in its namespace (those about other
+/// objects are ignored).
+backend::RunStatus describe_run(const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
+                                const std::vector<nlohmann::json>& events);
+
+/// The name of the container that runs the work in a ktrain pod ("train").
+inline constexpr const char* kTrainContainer = "train";
+
+}  // namespace ktrain::kube

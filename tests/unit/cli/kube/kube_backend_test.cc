@@ -1,0 +1,412 @@
+#include <doctest/doctest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "backend/kube_backend.h"
+#include "kube_fakes.h"
+
+using namespace ktrain;
+using kube_test::FakeProcessRunner;
+using kube_test::FakeTransport;
+using kube_test::TestEnv;
+using nlohmann::json;
+
+namespace {
+
+/// A tiny in-memory API server: objects by path, apply/create/get/list/delete.
+struct FakeApi {
+  std::map<std::string, json> objects;  // path -> object
+  int creates = 0, applies = 0;
+
+  static std::string unescape(std::string s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '%' && i + 2 < s.size()) {
+        out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        out += s[i];
+      }
+    }
+    return out;
+  }
+
+  static bool matches(const json& obj, const std::string& selector) {
+    if (selector.empty()) return true;
+    auto eq = selector.find('=');
+    auto k = selector.substr(0, eq), v = selector.substr(eq + 1);
+    const auto& labels = obj["metadata"]["labels"];
+    return labels.is_object() && labels.value(k, "") == v;
+  }
+
+  net::Response handle(const net::Request& r) {
+    const auto path = kube_test::path_of(r.url);
+    if (r.method == "PATCH") {
+      ++applies;
+      auto body = json::parse(r.body);
+      if (kube_test::query_param(r.url, "dryRun") != "All") {
+        if (!objects.count(path))
+          body["metadata"]["uid"] = "uid-" + std::to_string(objects.size());
+        else
+          body["metadata"]["uid"] = objects[path]["metadata"]["uid"];
+        objects[path] = body;
+      }
+      return kube_test::json_response(200, body);
+    }
+    if (r.method == "POST") {
+      ++creates;
+      auto body = json::parse(r.body);
+      auto p = path + "/" + body["metadata"]["name"].get<std::string>();
+      if (objects.count(p)) return kube_test::status_response(409, "AlreadyExists", "exists");
+      if (kube_test::query_param(r.url, "dryRun") != "All") objects[p] = body;
+      return kube_test::json_response(201, body);
+    }
+    if (r.method == "DELETE") {
+      if (!objects.erase(path)) return kube_test::status_response(404, "NotFound", "not found");
+      return kube_test::json_response(200, {{"kind", "Status"}, {"status", "Success"}});
+    }
+    // GET: an object, or a collection.
+    if (objects.count(path)) return kube_test::json_response(200, objects[path]);
+    const auto selector = unescape(kube_test::query_param(r.url, "labelSelector"));
+    json list = {{"items", json::array()}, {"metadata", json::object()}};
+    bool any_prefix = false;
+    for (const auto& [p, o] : objects) {
+      if (p.rfind(path + "/", 0) == 0 && p.find('/', path.size() + 1) == std::string::npos) {
+        any_prefix = true;
+        if (matches(o, selector)) list["items"].push_back(o);
+      }
+    }
+    const bool is_collection = path.size() > 1 && path.back() == 's';
+    if (!any_prefix && !is_collection)
+      return kube_test::status_response(404, "NotFound", "not found");
+    return kube_test::json_response(200, list);
+  }
+};
+
+struct Fixture {
+  TestEnv t;
+  FakeProcessRunner runner;
+  FakeTransport tr;
+  FakeApi api;
+  kube::Client client{kube_test::token_config(), tr, t.env, runner};
+  backend::KubeBackend kb{client, t.env};
+  Fixture() {
+    tr.handler = [this](const net::Request& r) { return api.handle(r); };
+  }
+};
+
+project::Project demo_project() {
+  project::Project p;
+  p.file = "ktrain.yaml";
+  p.directory = "/src";
+  p.name = "demo";
+  p.image.ref = "reg/img:1";
+  project::Train tr;
+  tr.command = {"python", "train.py"};
+  tr.nodes = 2;
+  tr.gpus = 1;
+  p.train = tr;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("kube backend: submit applies Secret, then Service, then Job, with the run label") {
+  Fixture f;
+  backend::SubmitOptions o;
+  o.run_id = "abc12";
+  auto r = f.kb.submit(demo_project(), o);
+  REQUIRE(r.runs == std::vector<std::string>{"demo-abc12"});
+  CHECK(r.objects == std::vector<std::string>{"secret/demo-abc12-rdzv", "service/demo-abc12",
+                                              "job.batch/demo-abc12"});
+  // Dependency order: one perform_all per step.
+  REQUIRE(f.tr.requests.size() == 3);
+  CHECK(f.tr.requests[0].method == "POST");
+  CHECK(kube_test::path_of(f.tr.requests[0].url) == "/api/v1/namespaces/ml/secrets");
+  CHECK(kube_test::path_of(f.tr.requests[1].url) == "/api/v1/namespaces/ml/services/demo-abc12");
+  CHECK(kube_test::path_of(f.tr.requests[2].url) == "/apis/batch/v1/namespaces/ml/jobs/demo-abc12");
+  CHECK(f.tr.perform_all_calls == 3);
+
+  const auto& secret = f.api.objects.at("/api/v1/namespaces/ml/secrets/demo-abc12-rdzv");
+  CHECK(secret["metadata"]["labels"]["ktrain.dev/run"] == "demo-abc12");
+  const auto token = kube::base64_decode(secret["data"]["token"]);
+  CHECK(token.size() == 64);
+  const auto& job = f.api.objects.at("/apis/batch/v1/namespaces/ml/jobs/demo-abc12");
+  CHECK(job["metadata"]["namespace"] == "ml");
+  CHECK(job["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "ktrain");
+}
+
+TEST_CASE("kube backend: submitting the same run twice changes nothing and keeps the token") {
+  Fixture f;
+  backend::SubmitOptions o;
+  o.run_id = "abc12";
+  f.kb.submit(demo_project(), o);
+  const auto before = f.api.objects;
+  f.kb.submit(demo_project(), o);
+  CHECK(f.api.objects == before);  // same objects, same uids, same token
+  CHECK(f.api.objects.size() == 3);
+}
+
+TEST_CASE("kube backend: --dry-run=server sends dryRun=All and persists nothing") {
+  Fixture f;
+  backend::SubmitOptions o;
+  o.run_id = "abc12";
+  o.dry_run_server = true;
+  auto r = f.kb.submit(demo_project(), o);
+  CHECK(r.objects.size() == 3);
+  CHECK(f.api.objects.empty());
+  for (const auto& req : f.tr.requests) CHECK(kube_test::query_param(req.url, "dryRun") == "All");
+}
+
+TEST_CASE("kube backend: a sweep submits every run; each gets its own Secret") {
+  Fixture f;
+  auto p = demo_project();
+  p.train->sweep = {{"lr", {"0.1", "0.01", "0.001"}}};
+  backend::SubmitOptions o;
+  o.run_id = "sw001";
+  auto r = f.kb.submit(p, o);
+  CHECK(r.runs.size() == 3);
+  CHECK(r.objects.size() == 9);
+  CHECK(f.tr.perform_all_calls == 3);  // three steps, each run's objects sent together
+  CHECK(f.api.objects.count("/api/v1/namespaces/ml/secrets/demo-sw001-2-rdzv"));
+}
+
+TEST_CASE("kube backend: a refused object is reported with its name and the server's words") {
+  Fixture f;
+  f.tr.handler = [&f](const net::Request& r) {
+    if (r.url.find("/jobs/") != std::string::npos) {
+      return kube_test::status_response(
+          422, "Invalid", "Job.batch \"demo-abc12\" is invalid",
+          {{{"field", "spec.template.spec.containers[0].image"}, {"message", "Required value"}}});
+    }
+    return f.api.handle(r);
+  };
+  backend::SubmitOptions o;
+  o.run_id = "abc12";
+  try {
+    f.kb.submit(demo_project(), o);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.exit_status() == 1);
+    const std::string m = e.what();
+    CHECK(m.find("submitting: applying job.batch/demo-abc12: PATCH") == 0);
+    CHECK(m.find("containers[0].image: Required value") != std::string::npos);
+  }
+}
+
+TEST_CASE("kube backend: -n must agree with the project's namespace") {
+  Fixture f;
+  auto p = demo_project();
+  p.namespace_ = "team";
+  CHECK(f.kb.namespace_for(p) == "team");
+  f.t.env.global.namespace_ = "other";
+  CHECK_THROWS_AS(f.kb.namespace_for(p), UsageError);
+  p.namespace_.clear();
+  CHECK(f.kb.namespace_for(p) == "other");
+}
+
+TEST_CASE("kube backend: list pages through Jobs with the managed-by selector, newest first") {
+  Fixture f;
+  int served = 0;
+  f.tr.handler = [&served](const net::Request& r) {
+    CHECK(kube_test::path_of(r.url) == "/apis/batch/v1/namespaces/ml/jobs");
+    CHECK(kube_test::query_param(r.url, "labelSelector") ==
+          "app.kubernetes.io%2Fmanaged-by%3Dktrain");
+    CHECK(kube_test::query_param(r.url, "limit") == "250");
+    const int page = served++;
+    json items = json::array();
+    for (int i = 0; i < 2; ++i) {
+      const int n = page * 2 + i;
+      items.push_back({{"metadata",
+                        {{"name", "r" + std::to_string(n)},
+                         {"namespace", "ml"},
+                         {"creationTimestamp", "2027-01-15T07:0" + std::to_string(n) + ":00Z"},
+                         {"labels", {{"ktrain.dev/run", "r" + std::to_string(n)}}}}},
+                       {"spec", {{"parallelism", 1}}},
+                       {"status", {{"active", 1}}}});
+    }
+    json list = {{"items", items}, {"metadata", json::object()}};
+    if (page < 2) list["metadata"]["continue"] = "p" + std::to_string(page + 1);
+    return kube_test::json_response(200, list);
+  };
+  auto runs = f.kb.list(false);
+  REQUIRE(runs.size() == 6);
+  CHECK(runs.front().name == "r5");
+  CHECK(runs.back().name == "r0");
+  CHECK(served == 3);
+
+  served = 0;
+  f.tr.handler = [&served](const net::Request& r) {
+    CHECK(kube_test::path_of(r.url) == "/apis/batch/v1/jobs");
+    ++served;
+    return kube_test::json_response(200, {{"items", json::array()}});
+  };
+  CHECK(f.kb.list(true).empty());
+  CHECK(served == 1);
+}
+
+TEST_CASE("kube backend: status of an unknown run is 'not found', exit 1") {
+  Fixture f;
+  try {
+    f.kb.status("nope");
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.exit_status() == 1);
+    CHECK(std::string(e.what()).find("run \"nope\" not found in namespace \"ml\"") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("kube backend: status reads the Job, its pods and events; first failed rank") {
+  Fixture f;
+  f.api.objects["/apis/batch/v1/namespaces/ml/jobs/r"] = {
+      {"metadata", {{"name", "r"}, {"labels", {{"ktrain.dev/run", "r"}}}}},
+      {"spec", {{"parallelism", 2}}},
+      {"status", {{"conditions", {{{"type", "Failed"}, {"status", "True"}}}}}}};
+  auto failed_pod = [](const std::string& name, int idx, int code, const std::string& at) {
+    return json{{"metadata",
+                 {{"name", name},
+                  {"labels",
+                   {{"ktrain.dev/run", "r"},
+                    {"batch.kubernetes.io/job-completion-index", std::to_string(idx)}}}}},
+                {"status",
+                 {{"phase", "Failed"},
+                  {"containerStatuses",
+                   {{{"name", "train"},
+                     {"state", {{"terminated", {{"exitCode", code}, {"finishedAt", at}}}}}}}}}}};
+  };
+  f.api.objects["/api/v1/namespaces/ml/pods/r-0"] =
+      failed_pod("r-0", 0, 75, "2027-01-15T07:00:01Z");
+  f.api.objects["/api/v1/namespaces/ml/pods/r-1"] = failed_pod("r-1", 1, 2, "2027-01-15T07:00:05Z");
+  auto st = f.kb.status("r");
+  CHECK(st.summary.state == backend::RunState::kFailed);
+  REQUIRE(st.ranks.size() == 2);
+  CHECK(st.ranks[1].exit_code == 2);
+  CHECK(st.first_failed == 1);  // rank 0 only stopped because its peer failed (exit 75)
+}
+
+TEST_CASE("kube backend: logs fetch each rank's current pod log with the options") {
+  Fixture f;
+  auto p = [](const std::string& name, int idx, const std::string& created) {
+    return json{{"metadata",
+                 {{"name", name},
+                  {"creationTimestamp", created},
+                  {"labels",
+                   {{"ktrain.dev/run", "r"},
+                    {"batch.kubernetes.io/job-completion-index", std::to_string(idx)}}}}},
+                {"status", {{"phase", "Running"}}}};
+  };
+  f.api.objects["/api/v1/namespaces/ml/pods/r-0-a"] = p("r-0-a", 0, "2027-01-15T07:00:00Z");
+  f.api.objects["/api/v1/namespaces/ml/pods/r-0-b"] = p("r-0-b", 0, "2027-01-15T07:09:00Z");
+  f.api.objects["/api/v1/namespaces/ml/pods/r-1-a"] = p("r-1-a", 1, "2027-01-15T07:00:00Z");
+  std::vector<net::Request> log_reqs;
+  f.tr.handler = [&](const net::Request& r) {
+    if (r.url.find("/log") != std::string::npos) {
+      log_reqs.push_back(r);
+      net::Response resp;
+      resp.status = 200;
+      const bool zero = r.url.find("r-0-b") != std::string::npos;
+      resp.body = zero ? "2027-01-15T07:10:00.000000001Z [rank 0] hello\n"
+                         "2027-01-15T07:10:01.000000001Z [rank 1] world\n"
+                       : "2027-01-15T07:10:00.5Z [rank 2] from node one\n";
+      return resp;
+    }
+    return f.api.handle(r);
+  };
+  backend::LogOptions o;
+  o.tail = 10;
+  o.since = std::chrono::system_clock::from_time_t(1'799'996'400);
+  o.previous = true;
+  std::vector<backend::LogLine> lines;
+  f.kb.logs("r", o, [&](const backend::LogLine& l) {
+    lines.push_back(l);
+    return true;
+  });
+  REQUIRE(log_reqs.size() == 2);
+  CHECK(kube_test::path_of(log_reqs[0].url) == "/api/v1/namespaces/ml/pods/r-0-b/log");
+  CHECK(kube_test::query_param(log_reqs[0].url, "container") == "train");
+  CHECK(kube_test::query_param(log_reqs[0].url, "timestamps") == "true");
+  CHECK(kube_test::query_param(log_reqs[0].url, "tailLines") == "10");
+  CHECK(kube_test::query_param(log_reqs[0].url, "sinceTime") == "2027-01-15T07%3A00%3A00Z");
+  CHECK(kube_test::query_param(log_reqs[0].url, "previous") == "true");
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].rank == 0);
+  CHECK(lines[0].text == "[rank 0] hello");
+  CHECK(lines[0].timestamp == "2027-01-15T07:10:00.000000001Z");
+  CHECK(lines[2].rank == 1);
+
+  // --rank keeps one worker's lines; --node one pod.
+  lines.clear();
+  backend::LogOptions only;
+  only.rank = 1;
+  f.kb.logs("r", only, [&](const backend::LogLine& l) {
+    lines.push_back(l);
+    return true;
+  });
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].text == "[rank 1] world");
+  lines.clear();
+  backend::LogOptions node;
+  node.node = 1;
+  f.kb.logs("r", node, [&](const backend::LogLine& l) {
+    lines.push_back(l);
+    return true;
+  });
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].rank == 1);
+  node.node = 7;
+  CHECK_THROWS_AS(f.kb.logs("r", node, [](const backend::LogLine&) { return true; }), UsageError);
+}
+
+TEST_CASE("kube backend: logs of an unknown run is 'not found'") {
+  Fixture f;
+  CHECK_THROWS_WITH_AS(f.kb.logs("nope", {}, [](const backend::LogLine&) { return true; }),
+                       doctest::Contains("not found"), Error);
+}
+
+TEST_CASE("kube backend: remove deletes everything with the run label, background propagation") {
+  Fixture f;
+  backend::SubmitOptions o;
+  o.run_id = "abc12";
+  f.kb.submit(demo_project(), o);
+  f.api.objects["/api/v1/namespaces/ml/services/unrelated"] = {
+      {"metadata", {{"name", "unrelated"}, {"labels", {{"ktrain.dev/run", "x"}}}}}};
+  f.tr.requests.clear();
+  f.kb.remove("demo-abc12");
+  CHECK(f.api.objects.size() == 1);
+  CHECK(f.api.objects.count("/api/v1/namespaces/ml/services/unrelated"));
+  int deletes = 0;
+  for (const auto& r : f.tr.requests) {
+    if (r.method != "DELETE") continue;
+    ++deletes;
+    CHECK(json::parse(r.body)["propagationPolicy"] == "Background");
+  }
+  CHECK(deletes == 3);
+  CHECK_THROWS_WITH_AS(f.kb.remove("demo-abc12"), doctest::Contains("not found"), Error);
+}
+
+TEST_CASE("kube backend: remove skips kinds whose API is not installed (404 on the list)") {
+  Fixture f;
+  f.api.objects["/apis/batch/v1/namespaces/ml/jobs/r"] = {
+      {"metadata", {{"name", "r"}, {"labels", {{"ktrain.dev/run", "r"}}}}}};
+  f.tr.handler = [&f](const net::Request& r) {
+    if (r.url.find("volcano") != std::string::npos ||
+        r.url.find("autoscaling") != std::string::npos) {
+      return kube_test::status_response(404, "NotFound",
+                                        "the server could not find the requested resource");
+    }
+    return f.api.handle(r);
+  };
+  f.kb.remove("r");
+  CHECK(f.api.objects.empty());
+}
+
+TEST_CASE("kube backend: the rendezvous secret and random tokens") {
+  auto s = backend::rendezvous_secret("r", "ml", {{"ktrain.dev/run", "r"}}, "tok");
+  CHECK(s["metadata"]["name"] == "r-rdzv");
+  CHECK(s["data"]["token"] == kube::base64_encode("tok"));
+  auto a = backend::random_token(), b = backend::random_token();
+  CHECK(a.size() == 64);
+  CHECK(a != b);
+}

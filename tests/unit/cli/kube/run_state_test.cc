@@ -1,0 +1,213 @@
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kube/run_state.h"
+
+using ktrain::backend::RunState;
+using nlohmann::json;
+
+namespace {
+
+json job(const std::string& run, json status, int nodes = 2, int gpus = 8) {
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata",
+           {{"name", run},
+            {"namespace", "ml"},
+            {"creationTimestamp", "2027-01-15T07:00:00Z"},
+            {"labels", {{"ktrain.dev/run", run}, {"app.kubernetes.io/managed-by", "ktrain"}}}}},
+          {"spec",
+           {{"parallelism", nodes},
+            {"completions", nodes},
+            {"template",
+             {{"spec",
+               {{"containers",
+                 {{{"name", "train"},
+                   {"image", "reg/img:1"},
+                   {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}}}}},
+          {"status", status}};
+}
+
+json pod(const std::string& name, int index, json status,
+         const std::string& created = "2027-01-15T07:00:01Z") {
+  return {{"metadata",
+           {{"name", name},
+            {"creationTimestamp", created},
+            {"labels", {{"batch.kubernetes.io/job-completion-index", std::to_string(index)}}}}},
+          {"spec",
+           {{"nodeName", "node-" + std::to_string(index)},
+            {"containers", {{{"name", "train"}, {"image", "reg/img:1"}}}}}},
+          {"status", status}};
+}
+
+json event(const std::string& kind, const std::string& name, const std::string& reason,
+           const std::string& message) {
+  return {{"involvedObject", {{"kind", kind}, {"name", name}}},
+          {"reason", reason},
+          {"message", message}};
+}
+
+}  // namespace
+
+TEST_CASE("run state: job summary: name, nodes, GPUs per node, age, state") {
+  auto s = ktrain::kube::summarize_job(job("r1", {{"active", 2}, {"ready", 2}}));
+  CHECK(s.name == "r1");
+  CHECK(s.namespace_ == "ml");
+  CHECK(s.nodes == 2);
+  CHECK(s.gpus == 8);
+  CHECK(s.state == RunState::kRunning);
+  CHECK(s.created == std::chrono::system_clock::from_time_t(1'799'996'400));
+
+  CHECK(ktrain::kube::summarize_job(job("r", {{"active", 2}, {"ready", 0}})).state ==
+        RunState::kPending);
+  CHECK(ktrain::kube::summarize_job(job("r", {{"active", 1}})).state == RunState::kRunning);
+  CHECK(ktrain::kube::summarize_job(job("r", json::object())).state == RunState::kPending);
+  CHECK(ktrain::kube::summarize_job(
+            job("r", {{"conditions", {{{"type", "Complete"}, {"status", "True"}}}}}))
+            .state == RunState::kSucceeded);
+  CHECK(ktrain::kube::summarize_job(
+            job("r", {{"conditions", {{{"type", "Failed"}, {"status", "True"}}}}}))
+            .state == RunState::kFailed);
+  CHECK(ktrain::kube::summarize_job(
+            job("r", {{"conditions", {{{"type", "Failed"}, {"status", "False"}}}}}))
+            .state == RunState::kPending);
+}
+
+TEST_CASE("run state: one row per rank from the newest pod; missing ranks are NotCreated") {
+  std::vector<json> pods = {
+      pod("r-0-old", 0, {{"phase", "Failed"}}, "2027-01-15T07:00:01Z"),
+      pod("r-0-new", 0,
+          {
+  {"phase", "Running"}, {
+    "containerStatuses", {
+      {
+        {"name", "train"}, {"restartCount", 2}, {
+          "state", {
+            { "running", json::object() }
+          }
+        }
+      }
+    }
+  }}},
+          "2027-01-15T07:05:00Z"),
+  };
+auto st = ktrain::kube::describe_run(job("r", {{"active", 1}}, 3), pods, {});
+REQUIRE(st.ranks.size() == 3);
+CHECK(st.ranks[0].pod == "r-0-new");
+CHECK(st.ranks[0].phase == "Running");
+CHECK(st.ranks[0].node == "node-0");
+CHECK(st.ranks[0].restarts == 2);
+CHECK(st.ranks[1].reason == "NotCreated");
+CHECK(st.ranks[2].phase == "Pending");
+CHECK(st.explanations.empty());
+}
+
+TEST_CASE("run state: unschedulable pods are explained with the scheduler's message") {
+  const std::string msg =
+      "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0/4 nodes are "
+      "available: 4 No preemption victims found for incoming pod.";
+  json pending = {{"phase", "Pending"},
+                  {"conditions",
+                   {{{"type", "PodScheduled"},
+                     {"status", "False"},
+                     {"reason", "Unschedulable"},
+                     {"message", msg}}}}};
+  auto st = ktrain::kube::describe_run(job("r", {{"active", 2}, {"ready", 0}}),
+                                       {pod("r-0", 0, pending), pod("r-1", 1, pending)}, {});
+  REQUIRE(st.ranks.size() == 2);
+  CHECK(st.ranks[0].reason == "Unschedulable");
+  CHECK(st.ranks[0].message == msg);
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0] == "ranks 0, 1 cannot be scheduled: " + msg);
+}
+
+TEST_CASE("run state: image pull errors use the event's words and name the image") {
+  json waiting = {{"phase", "Pending"},
+                  {"containerStatuses",
+                   {{{"name", "train"},
+                     {"state",
+                      {{"waiting",
+                        {{"reason", "ImagePullBackOff"},
+                         {"message", "Back-off pulling image \"reg/img:1\""}}}}}}}}};
+  std::vector<json> events = {
+      event("Pod", "r-0", "Failed",
+            "Failed to pull image \"reg/img:1\": rpc error: code = NotFound desc = not found"),
+      event("Pod", "someone-else", "Failed", "unrelated")};
+  auto st =
+      ktrain::kube::describe_run(job("r", {{"active", 1}}, 1), {pod("r-0", 0, waiting)}, events);
+  CHECK(st.ranks[0].reason == "ImagePullBackOff");
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0].find("rank 0 cannot pull the image reg/img:1: Failed to pull image") ==
+        0);
+  CHECK(st.explanations[0].find("unrelated") == std::string::npos);
+}
+
+TEST_CASE("run state: OOMKilled ranks and failed exit codes are explained") {
+  json oom = {{"phase", "Failed"},
+              {"containerStatuses",
+               {{{"name", "train"},
+                 {"state", {{"terminated", {{"exitCode", 137}, {"reason", "OOMKilled"}}}}}}}}};
+  json peer = {{"phase", "Failed"},
+               {"containerStatuses",
+                {{{"name", "train"},
+                  {"state", {{"terminated", {{"exitCode", 75}, {"reason", "Error"}}}}}}}}};
+  json crash = {
+      {"phase", "Failed"},
+      {"containerStatuses",
+       {{{"name", "train"}, {"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}}}}}}}}};
+  auto failed_job = job("r",
+                        {{"conditions",
+                          {{{"type", "Failed"},
+                            {"status", "True"},
+                            {"reason", "BackoffLimitExceeded"},
+                            {"message", "Job has reached the specified backoff limit"},
+                            {"lastTransitionTime", "2027-01-15T07:10:00Z"}}}}},
+                        3);
+  auto st = ktrain::kube::describe_run(
+      failed_job, {pod("r-0", 0, oom), pod("r-1", 1, peer), pod("r-2", 2, crash)}, {});
+  CHECK(st.summary.state == RunState::kFailed);
+  REQUIRE(st.conditions.size() == 1);
+  CHECK(st.conditions[0] ==
+        "Failed: BackoffLimitExceeded (Job has reached the specified backoff limit)");
+  REQUIRE(st.finished);
+  CHECK(st.ranks[0].exit_code == 137);
+  CHECK(st.ranks[0].reason == "OOMKilled");
+  REQUIRE(st.explanations.size() == 2);
+  CHECK(st.explanations[0].find("rank 0 ran out of memory") == 0);
+  CHECK(st.explanations[1] == "rank 2 failed with exit code 3 (Error)");
+}
+
+TEST_CASE("run state: a quota FailedCreate event on the Job explains missing pods") {
+  std::vector<json> events = {
+      event("Job", "r", "FailedCreate",
+            "Error creating: pods \"r-0-abc\" is forbidden: exceeded quota: gpu-quota, "
+            "requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=8, limited: "
+            "requests.nvidia.com/gpu=8"),
+      event("Job", "r", "FailedCreate",
+            "Error creating: pods \"r-0-abc\" is forbidden: exceeded quota: gpu-quota, requested: "
+            "requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=8, limited: "
+            "requests.nvidia.com/gpu=8"),
+      event("Job", "other", "FailedCreate", "not ours")};
+  auto st = ktrain::kube::describe_run(job("r", json::object(), 1), {}, events);
+  REQUIRE(st.ranks.size() == 1);
+  CHECK(st.ranks[0].reason == "NotCreated");
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0].find("ResourceQuota is used up") != std::string::npos);
+  CHECK(st.explanations[0].find("exceeded quota: gpu-quota") != std::string::npos);
+}
+
+TEST_CASE("run state: a suspended Job with a Kueue queue is explained as queued") {
+  auto j = job("r", json::object(), 1);
+  j["spec"]["suspend"] = true;
+  j["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "team-a";
+  auto st = ktrain::kube::describe_run(j, {}, {});
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0].find("LocalQueue 'team-a'") != std::string::npos);
+}
+
+TEST_CASE("run state: pod rank from label or annotation") {
+  json p = {{"metadata", {{"annotations", {{"batch.kubernetes.io/job-completion-index", "3"}}}}}};
+  CHECK(ktrain::kube::pod_rank(p) == 3);
+  CHECK(ktrain::kube::pod_rank(json{{"metadata", json::object()}}) == -1);
+}
