@@ -1,0 +1,457 @@
+#include "cmd/build.h"
+
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <ostream>
+
+#include "base/error.h"
+#include "base/image_ref.h"
+#include "net/curl_transport.h"
+#include "net/log.h"
+#include "net/retry.h"
+#include "oci/digest.h"
+#include "oci/image.h"
+#include "oci/layer.h"
+#include "oci/layout.h"
+#include "oci/registry.h"
+
+namespace ktrain::cmd {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kLauncherDir[] = "opt/ktrain/bin";
+constexpr char kLauncherPath[] = "/opt/ktrain/bin/ktrain-launch";
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+/// Progress on stderr: a live line per layer on a terminal, one line per step otherwise.
+class Progress {
+ public:
+  explicit Progress(Env& env) : env_(env) {}
+  void step(const std::string& line) {
+    if (env_.global.quiet) return;
+    end_live();
+    *env_.err << "ktrain build: " << line << "\n";
+    env_.err->flush();
+  }
+  /// Live bytes of `what` (terminal only; at most ten updates a second).
+  void bytes(const std::string& what, std::uint64_t n) {
+    if (env_.global.quiet || !env_.err_is_terminal) return;
+    auto now = env_.clock->steady_now();
+    if (what != live_what_) {
+      end_live();
+      live_what_ = what;
+      live_start_ = now;
+    } else if (now - last_ < std::chrono::milliseconds(100)) {
+      return;
+    }
+    last_ = now;
+    double secs = std::chrono::duration<double>(now - live_start_).count();
+    double rate = secs > 0 ? static_cast<double>(n) / secs : 0;
+    *env_.err << "\r\033[K  " << what << "  " << human_bytes(static_cast<double>(n)) << "  "
+              << human_bytes(rate) << "/s";
+    env_.err->flush();
+    live_ = true;
+  }
+  void end_live() {
+    if (live_) *env_.err << "\r\033[K";
+    live_ = false;
+    live_what_.clear();
+  }
+
+ private:
+  Env& env_;
+  bool live_ = false;
+  std::string live_what_;
+  std::chrono::steady_clock::time_point live_start_{}, last_{};
+};
+
+std::string find_launcher(const Env& env) {
+  std::string path;
+  if (auto l = env.var("KTRAIN_LAUNCH_PATH"); l && !l->empty()) {
+    path = *l;
+  } else {
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    path = (self.parent_path() / "ktrain-launch").string();
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    throw Error("cannot find ktrain-launch at '" + path +
+                    "': install it beside ktrain, or set KTRAIN_LAUNCH_PATH",
+                exit_code::kUsage);
+  }
+  return path;
+}
+
+std::string cache_dir(const Env& env) {
+  if (auto d = env.var("KTRAIN_CACHE_DIR"); d && !d->empty()) return *d;
+  if (auto d = env.var("XDG_CACHE_HOME"); d && !d->empty()) return *d + "/ktrain";
+  if (auto d = env.var("HOME"); d && !d->empty()) return *d + "/.cache/ktrain";
+  return "/tmp/ktrain-cache-" + std::to_string(::getuid());
+}
+
+/// Runs git in `dir` and returns its trimmed output, or "" when git or the repository
+/// is not there.
+std::string git(const Env& env, const std::string& dir, const std::vector<std::string>& args) {
+  auto run = oci::real_helper_runner(env);
+  std::vector<std::string> argv = {"git", "-C", dir};
+  argv.insert(argv.end(), args.begin(), args.end());
+  try {
+    auto [status, out] = run(argv, "");
+    if (status != 0) return "";
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    return out;
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+/// A temporary folder removed when this goes away.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "ktrain-build-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw Error("cannot create a temporary folder");
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string strip_slashes(std::string s) {
+  while (!s.empty() && s.front() == '/') s.erase(s.begin());
+  while (!s.empty() && s.back() == '/') s.pop_back();
+  return s;
+}
+
+std::string print_dockerfile(const project::ImageBuild& b) {
+  std::string out = "# An equivalent of `ktrain build`; add RUN steps as needed.\n";
+  out += "# Copy ktrain-launch (next to the ktrain binary) into the build context first.\n";
+  out += "FROM " + b.base + "\n";
+  out += "COPY --chmod=0755 ktrain-launch " + std::string(kLauncherPath) + "\n";
+  for (const auto& [k, v] : b.env) out += "ENV " + k + "=" + nlohmann::json(v).dump() + "\n";
+  out += "WORKDIR " + b.workdir + "\n";
+  out += "COPY . " + b.workdir + "\n";
+  out += "ENTRYPOINT [\"" + std::string(kLauncherPath) + "\"]\n";
+  out += "CMD []\n";
+  return out;
+}
+
+}  // namespace
+
+void BuildOptions::validate() const {
+  if (compression != "gzip" && compression != "zstd") {
+    throw UsageError("--compression " + compression + ": expected gzip or zstd");
+  }
+  if (!output.empty() && (output.rfind("oci:", 0) != 0 || output.size() == 4)) {
+    throw UsageError("--output " + output + ": expected oci:DIR (an OCI image layout folder)");
+  }
+  int slashes = static_cast<int>(std::count(platform.begin(), platform.end(), '/'));
+  if (slashes < 1 || slashes > 2 || platform.front() == '/' || platform.back() == '/') {
+    throw UsageError("--platform " + platform +
+                     ": expected os/arch or os/arch/variant, like linux/amd64");
+  }
+  for (const auto& t : tags) {
+    if (t.empty() || t.size() > 128 || t.find_first_of("/:@ ") != std::string::npos) {
+      throw UsageError("--tag " + t + ": a tag is up to 128 letters, digits, '_', '.' and '-'");
+    }
+  }
+}
+
+BuildResult build_image(Env& env, const BuildOptions& opts) {
+  const project::Project proj = opts.project.load(env);
+  if (!proj.image.build) {
+    throw UsageError(proj.file +
+                     ": image.build is not set; add image.build.base and "
+                     "image.build.repository to build an image");
+  }
+  const project::ImageBuild& b = *proj.image.build;
+  const std::string context = b.context.empty() ? proj.directory : b.context;
+  if (!env.fs->is_directory(context)) {
+    throw Error("image.build.context: the folder '" + context + "' does not exist",
+                exit_code::kUsage);
+  }
+  const ImageRef base_ref = parse_image_ref(b.base);
+  const ImageRef target = parse_image_ref(b.repository);
+  const std::string launcher = find_launcher(env);
+  Progress progress(env);
+
+  // Time: SOURCE_DATE_EPOCH when set, else the epoch, so that rebuilds are reproducible.
+  std::int64_t epoch = 0;
+  if (auto s = env.var("SOURCE_DATE_EPOCH"); s && !s->empty()) {
+    try {
+      epoch = std::stoll(*s);
+    } catch (const std::exception&) {
+      throw UsageError("SOURCE_DATE_EPOCH=" + *s + ": expected seconds since 1970");
+    }
+  }
+
+  oci::LayerOptions lo;
+  lo.compression = opts.compression == "zstd" ? oci::Compression::kZstd : oci::Compression::kGzip;
+  lo.mtime = epoch;
+  TempDir tmp;
+  lo.temp_dir = tmp.path;
+  if (!opts.no_cache) lo.cache_dir = cache_dir(env);
+  lo.skipped = [&](const std::string& p) {
+    env.warn("skipping '" + p + "': not a file, folder or link");
+  };
+
+  // The launcher layer, from a stable hard link (so its cache entry stays valid).
+  oci::LayerSource launcher_src;
+  launcher_src.prefix = kLauncherDir;
+  {
+    std::string stage = (opts.no_cache ? tmp.path : lo.cache_dir) + "/launcher";
+    std::error_code ec;
+    fs::create_directories(stage, ec);
+    const std::string linked = stage + "/ktrain-launch";
+    if (!fs::exists(linked, ec) || !fs::equivalent(linked, launcher, ec)) {
+      fs::remove(linked, ec);
+      fs::create_hard_link(launcher, linked, ec);
+      if (ec) fs::copy_file(launcher, linked, fs::copy_options::overwrite_existing, ec);
+      if (ec) throw Error("cannot stage ktrain-launch in '" + stage + "': " + ec.message());
+      fs::permissions(linked, fs::perms(0755), ec);
+    }
+    launcher_src.root = stage;
+  }
+  lo.progress = [&](std::uint64_t n) { progress.bytes("ktrain-launch layer", n); };
+  oci::LayerBlob launcher_layer = oci::make_layer(launcher_src, lo, "the ktrain-launch layer");
+  progress.step("layer ktrain-launch: " + human_bytes(static_cast<double>(launcher_layer.size)) +
+                " " + launcher_layer.digest.substr(0, 19) +
+                (launcher_layer.from_cache ? " (cached)" : ""));
+
+  // The workspace layer.
+  oci::LayerSource ws;
+  ws.root = context;
+  ws.prefix = strip_slashes(b.workdir);
+  ws.ignore.add(".git");
+  std::string ignore_file;
+  for (const char* name : {".ktrainignore", ".dockerignore"}) {
+    const std::string p = context + "/" + name;
+    if (env.fs->exists(p)) {
+      ws.ignore.add_file_text(env.fs->read_file(p));
+      ignore_file = p;
+      break;
+    }
+  }
+  for (const auto& i : b.ignore) ws.ignore.add(i);
+  lo.progress = [&](std::uint64_t n) { progress.bytes("workspace layer", n); };
+  oci::LayerBlob ws_layer;
+  try {
+    ws_layer = oci::make_layer(ws, lo, "image.build.context '" + context + "'");
+  } catch (const Error& e) {
+    if (e.exit_status() == exit_code::kUsage && !ignore_file.empty()) {
+      throw Error(std::string(e.what()) + "; " + ignore_file + " may exclude everything",
+                  exit_code::kUsage);
+    }
+    throw;
+  }
+  progress.step("layer workspace: " + human_bytes(static_cast<double>(ws_layer.tar_size)) + " -> " +
+                human_bytes(static_cast<double>(ws_layer.size)) + " " + opts.compression + " " +
+                ws_layer.digest.substr(0, 19) + (ws_layer.from_cache ? " (cached)" : ""));
+
+  // The registry client.
+  net::CurlTransport curl;
+  net::RetryPolicy policy;
+  policy.max_attempts = 4;
+  net::RetryingTransport retrying(curl, *env.clock, policy);
+  std::unique_ptr<net::LoggingTransport> logging;
+  net::HttpTransport* transport = &retrying;
+  if (env.global.verbose > 0) {
+    logging =
+        std::make_unique<net::LoggingTransport>(retrying, *env.err, *env.clock, env.global.verbose);
+    transport = logging.get();
+  }
+  oci::DockerConfigCredentials creds(env, oci::real_helper_runner(env));
+  oci::RegistryOptions ro;
+  ro.insecure_hosts = opts.insecure_registries;
+  oci::RegistryClient client(*transport, creds, ro);
+
+  // The base image: manifest and config only.
+  const oci::Repo base_repo{base_ref.registry, base_ref.repository};
+  oci::ManifestBytes base_manifest = client.get_manifest(base_ref, opts.platform);
+  std::string base_config_digest;
+  try {
+    base_config_digest = nlohmann::json::parse(base_manifest.bytes).at("config").at("digest");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("pulling " + base_ref.str() + ": the manifest has no config: " + e.what());
+  }
+  const std::string base_config = client.get_blob(base_repo, base_config_digest);
+  oci::Image base = oci::image_from_manifest(base_manifest.bytes, base_config);
+  progress.step("base " + base_ref.str() + ": " + std::to_string(base.layers.size()) + " layers, " +
+                base_manifest.digest.substr(0, 19));
+
+  // The new image.
+  oci::ConfigChanges ch;
+  ch.entrypoint = {kLauncherPath};
+  ch.working_dir = "/" + strip_slashes(b.workdir);
+  ch.env = b.env;
+  ch.created = oci::rfc3339(epoch);
+  ch.labels.emplace_back("org.opencontainers.image.created", ch.created);
+  std::string source = git(env, context, {"config", "--get", "remote.origin.url"});
+  std::string revision = git(env, context, {"rev-parse", "HEAD"});
+  if (!source.empty())
+    ch.labels.emplace_back("org.opencontainers.image.source", net::redact_url(source));
+  if (!revision.empty()) ch.labels.emplace_back("org.opencontainers.image.revision", revision);
+  ch.labels.emplace_back("org.opencontainers.image.base.name", base_ref.str());
+  ch.labels.emplace_back("org.opencontainers.image.base.digest", base_manifest.digest);
+  const oci::Image img =
+      oci::append(base,
+                  {{launcher_layer, "COPY ktrain-launch " + std::string(kLauncherPath)},
+                   {ws_layer, "COPY " + context + " /" + strip_slashes(b.workdir)}},
+                  ch);
+  const std::string digest = img.digest();
+
+  BuildResult result;
+  result.digest = digest;
+  if (!opts.output.empty()) {
+    const std::string dir = opts.output.substr(4);
+    oci::write_layout(dir, img, client, base_repo, opts.tags.empty() ? "" : opts.tags.front());
+    progress.step("wrote " + dir + " (OCI image layout)");
+    result.reference = "oci:" + dir + "@" + digest;
+    return result;
+  }
+
+  // Push: blobs the registry lacks, then the manifest.
+  const oci::Repo repo{target.registry, target.repository};
+  std::uint64_t present = 0;
+  for (const auto& l : img.layers) {
+    const std::string short_digest = l.desc.digest.substr(0, 19);
+    if (client.blob_exists(repo, l.desc.digest)) {
+      ++present;
+      continue;
+    }
+    if (l.local_path.empty()) {
+      if (base_repo.registry == repo.registry &&
+          client.mount_blob(repo, l.desc.digest, base_repo.repository)) {
+        progress.step("mounted base layer " + short_digest + " from " + base_repo.repository);
+        continue;
+      }
+      // Another registry: copy the base layer through a temporary file.
+      const std::string copy = tmp.path + "/" + oci::digest_hex(l.desc.digest);
+      {
+        std::FILE* f = std::fopen(copy.c_str(), "wb");
+        if (!f) throw Error("cannot write '" + copy + "'");
+        try {
+          client.download_blob(base_repo, l.desc.digest, [&](std::string_view d) {
+            if (std::fwrite(d.data(), 1, d.size(), f) != d.size())
+              throw Error("cannot write '" + copy + "'");
+          });
+        } catch (...) {
+          std::fclose(f);
+          throw;
+        }
+        std::fclose(f);
+      }
+      std::FILE* f = std::fopen(copy.c_str(), "rb");
+      client.upload_blob(repo, l.desc.digest, l.desc.size,
+                         [&](std::uint64_t off, char* buf, std::size_t len) -> std::size_t {
+                           if (::fseeko(f, static_cast<off_t>(off), SEEK_SET) != 0) return 0;
+                           return std::fread(buf, 1, len, f);
+                         });
+      std::fclose(f);
+      progress.step("copied base layer " + short_digest + " (" +
+                    human_bytes(static_cast<double>(l.desc.size)) + ")");
+      continue;
+    }
+    std::FILE* f = std::fopen(l.local_path.c_str(), "rb");
+    if (!f) throw Error("cannot read '" + l.local_path + "'");
+    const std::string what = "uploading " + short_digest;
+    try {
+      client.upload_blob(
+          repo, l.desc.digest, l.desc.size,
+          [&](std::uint64_t off, char* buf, std::size_t len) -> std::size_t {
+            if (::fseeko(f, static_cast<off_t>(off), SEEK_SET) != 0) return 0;
+            return std::fread(buf, 1, len, f);
+          },
+          [&](std::uint64_t n) { progress.bytes(what, n); });
+    } catch (...) {
+      std::fclose(f);
+      throw;
+    }
+    std::fclose(f);
+    progress.step("uploaded layer " + short_digest + " (" +
+                  human_bytes(static_cast<double>(l.desc.size)) + ")");
+  }
+  const oci::Descriptor cfg = img.config_descriptor();
+  if (!client.blob_exists(repo, cfg.digest)) {
+    const std::string bytes = img.config_bytes();
+    client.upload_blob(repo, cfg.digest, bytes.size(),
+                       [&](std::uint64_t off, char* buf, std::size_t len) -> std::size_t {
+                         if (off >= bytes.size()) return 0;
+                         std::size_t n =
+                             std::min(len, bytes.size() - static_cast<std::size_t>(off));
+                         std::memcpy(buf, bytes.data() + off, n);
+                         return n;
+                       });
+  }
+  const std::string manifest = img.manifest_bytes();
+  if (!client.manifest_exists(repo, digest)) {
+    client.put_manifest(repo, digest, oci::media::kOciManifest, manifest);
+  }
+  std::vector<std::string> tags = opts.tags;
+  if (!target.tag.empty()) tags.insert(tags.begin(), target.tag);
+  for (const auto& t : tags) client.put_manifest(repo, t, oci::media::kOciManifest, manifest);
+  result.bytes_uploaded = client.bytes_uploaded();
+  progress.step("pushed " + repo.str() + "@" + digest + ": uploaded " +
+                human_bytes(static_cast<double>(result.bytes_uploaded)) + ", " +
+                std::to_string(present) + " of " + std::to_string(img.layers.size()) +
+                " layers already there");
+  result.reference = target.registry + "/" + target.repository + "@" + digest;
+  return result;
+}
+
+int BuildOptions::run(Env& env) const {
+  if (dockerfile) {
+    const project::Project proj = project.load(env);
+    if (!proj.image.build) throw UsageError(proj.file + ": image.build is not set");
+    *env.out << print_dockerfile(*proj.image.build);
+    return exit_code::kOk;
+  }
+  BuildResult r = build_image(env, *this);
+  *env.out << r.reference << "\n";
+  env.out->flush();
+  return exit_code::kOk;
+}
+
+void add_build_command(CLI::App& app, Env& env, CommandResult& result) {
+  auto opts = std::make_shared<BuildOptions>();
+  auto* sub = app.add_subcommand("build",
+                                 "Build the training image (base + ktrain-launch + workspace) and "
+                                 "push it; prints repo@sha256:...");
+  opts->project.add_to(*sub);
+  sub->add_option("--platform", opts->platform,
+                  "Platform of the base image to use (default linux/amd64)");
+  sub->add_option("--output", opts->output,
+                  "Write an OCI image layout instead of pushing: oci:DIR");
+  sub->add_flag("--dockerfile", opts->dockerfile, "Print an equivalent Dockerfile and exit");
+  sub->add_option("--insecure-registry", opts->insecure_registries,
+                  "Use plain HTTP for this registry host (localhost and 127.0.0.1 always do)");
+  sub->add_option("--tag", opts->tags, "Also push under this tag (repeatable)");
+  sub->add_option("--compression", opts->compression, "Layer compression: gzip (default) or zstd");
+  sub->add_flag("--no-cache", opts->no_cache, "Rebuild every layer instead of reusing cached ones");
+  sub->callback([opts, &env, &result] {
+    opts->validate();
+    result.status = opts->run(env);
+  });
+}
+
+}  // namespace ktrain::cmd

@@ -1,0 +1,33 @@
+#pragma once
+// Layer compression on every core: gzip as independent members (a valid gzip stream,
+// as pigz --independent makes) or zstd with its own worker threads.
+
+#include <memory>
+#include <string_view>
+
+#include "oci/tar.h"
+
+namespace ktrain::oci {
+
+/// How layers are compressed.
+enum class Compression { kGzip, kZstd };
+
+/// "gzip" or "zstd".
+const char* compression_name(Compression c);
+
+/// A streaming compressor: bytes in through write(), compressed bytes out to the sink
+/// given at creation, in order. Memory stays bounded whatever the input size.
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+  /// Adds uncompressed bytes.
+  virtual void write(std::string_view data) = 0;
+  /// Flushes everything to the sink; nothing may be written afterwards.
+  virtual void finish() = 0;
+};
+
+/// A compressor for `c` writing to `sink`, using up to `threads` threads (0 = all cores).
+/// The output depends only on the input, never on the number of threads.
+std::unique_ptr<Compressor> make_compressor(Compression c, ByteSink sink, unsigned threads = 0);
+
+}  // namespace ktrain::oci

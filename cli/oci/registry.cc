@@ -1,0 +1,476 @@
+#include "oci/registry.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "oci/digest.h"
+#include "oci/image.h"
+
+namespace ktrain::oci {
+
+namespace {
+
+const char kManifestAccept[] =
+    "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
+    "application/vnd.docker.distribution.manifest.list.v2+json, "
+    "application/vnd.docker.distribution.manifest.v2+json";
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string url_escape(const std::string& s) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string host_only(const std::string& hostport) {
+  if (!hostport.empty() && hostport[0] == '[') return hostport.substr(0, hostport.find(']') + 1);
+  return hostport.substr(0, hostport.find(':'));
+}
+
+/// The registry's error text from an OCI error body ({"errors":[{"code","message"}]}).
+std::string registry_message(const net::Response& resp) {
+  try {
+    auto j = nlohmann::json::parse(resp.body);
+    std::string out;
+    for (const auto& e : j.at("errors")) {
+      if (!out.empty()) out += "; ";
+      out += e.value("code", "");
+      std::string m = e.value("message", "");
+      if (!m.empty()) out += (out.empty() ? "" : ": ") + m;
+    }
+    return out;
+  } catch (const std::exception&) {
+    std::string b = resp.body.substr(0, 200);
+    while (!b.empty() && std::isspace(static_cast<unsigned char>(b.back()))) b.pop_back();
+    return b;
+  }
+}
+
+std::string status_text(int s) {
+  switch (s) {
+    case 401:
+      return "401 Unauthorized";
+    case 403:
+      return "403 Forbidden";
+    case 404:
+      return "404 Not Found";
+    default:
+      return std::to_string(s);
+  }
+}
+
+/// Resolves a Location header against the registry's base URL.
+std::string absolute(const std::string& base, const std::string& location) {
+  if (location.rfind("http://", 0) == 0 || location.rfind("https://", 0) == 0) return location;
+  return base + (location.empty() || location[0] != '/' ? "/" : "") + location;
+}
+
+std::string with_query(const std::string& url, const std::string& q) {
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + q;
+}
+
+bool platform_matches(const nlohmann::json& p, const std::string& want) {
+  std::vector<std::string> parts;
+  size_t s = 0;
+  while (true) {
+    size_t e = want.find('/', s);
+    parts.push_back(want.substr(s, e == std::string::npos ? std::string::npos : e - s));
+    if (e == std::string::npos) break;
+    s = e + 1;
+  }
+  if (parts.size() < 2) return false;
+  if (p.value("os", "") != parts[0] || p.value("architecture", "") != parts[1]) return false;
+  if (parts.size() >= 3 && p.value("variant", "") != parts[2]) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string api_host(const std::string& registry) {
+  if (registry == "docker.io" || registry == "index.docker.io") return "registry-1.docker.io";
+  return registry;
+}
+
+std::pair<std::string, std::map<std::string, std::string>> parse_challenge(const std::string& h) {
+  std::map<std::string, std::string> params;
+  size_t sp = h.find(' ');
+  std::string scheme = lower(h.substr(0, sp));
+  if (sp == std::string::npos) return {scheme, params};
+  size_t i = sp + 1;
+  while (i < h.size()) {
+    while (i < h.size() && (h[i] == ' ' || h[i] == ',')) ++i;
+    size_t eq = h.find('=', i);
+    if (eq == std::string::npos) break;
+    std::string key = lower(h.substr(i, eq - i));
+    i = eq + 1;
+    std::string value;
+    if (i < h.size() && h[i] == '"') {
+      ++i;
+      while (i < h.size() && h[i] != '"') {
+        if (h[i] == '\\' && i + 1 < h.size()) ++i;
+        value += h[i++];
+      }
+      ++i;
+    } else {
+      size_t end = h.find(',', i);
+      value = h.substr(i, end == std::string::npos ? std::string::npos : end - i);
+      i = end == std::string::npos ? h.size() : end;
+    }
+    params[key] = value;
+  }
+  return {scheme, params};
+}
+
+RegistryClient::RegistryClient(net::HttpTransport& transport, CredentialStore& creds,
+                               RegistryOptions options)
+    : transport_(transport), creds_(creds), options_(std::move(options)) {}
+
+std::string RegistryClient::base_url(const std::string& registry) const {
+  const std::string host = api_host(registry);
+  const std::string h = host_only(host);
+  bool plain = h == "localhost" || h == "127.0.0.1" || h == "[::1]";
+  for (const auto& i : options_.insecure_hosts) plain = plain || i == host || i == h;
+  return (plain ? "http://" : "https://") + host;
+}
+
+Credentials RegistryClient::credentials_for(const std::string& registry) {
+  {
+    std::lock_guard<std::mutex> g(mutex_);
+    auto it = creds_cache_.find(registry);
+    if (it != creds_cache_.end()) return it->second;
+  }
+  Credentials c = creds_.lookup(registry);
+  std::lock_guard<std::mutex> g(mutex_);
+  creds_cache_[registry] = c;
+  return c;
+}
+
+std::string RegistryClient::authorize(const std::string& challenge, const Repo& repo, bool push,
+                                      const std::vector<std::string>& extra_scopes,
+                                      const Credentials& creds) {
+  auto [scheme, params] = parse_challenge(challenge);
+  if (scheme == "basic") {
+    if (creds.anonymous()) return "";
+    return "Basic " + base64_encode(creds.username + ":" + creds.password);
+  }
+  if (scheme != "bearer" || params["realm"].empty()) return "";
+  std::string url = params["realm"];
+  std::vector<std::string> q;
+  if (!params["service"].empty()) q.push_back("service=" + url_escape(params["service"]));
+  q.push_back("scope=" +
+              url_escape("repository:" + repo.repository + (push ? ":pull,push" : ":pull")));
+  for (const auto& s : extra_scopes) q.push_back("scope=" + url_escape(s));
+  net::Request tr;
+  if (!creds.identity_token.empty()) {
+    // OAuth2 refresh-token grant, as docker login with an identity token does.
+    tr.method = "POST";
+    tr.url = url;
+    tr.idempotent = true;
+    tr.headers = {{"Content-Type", "application/x-www-form-urlencoded"}};
+    tr.body = "grant_type=refresh_token&client_id=ktrain&refresh_token=" +
+              url_escape(creds.identity_token);
+    for (const auto& p : q) tr.body += "&" + p;
+  } else {
+    for (size_t i = 0; i < q.size(); ++i)
+      url += (i == 0 && url.find('?') == std::string::npos ? "?" : "&") + q[i];
+    tr.url = url;
+    if (!creds.anonymous()) {
+      tr.headers = {
+          {"Authorization", "Basic " + base64_encode(creds.username + ":" + creds.password)}};
+    }
+  }
+  net::Response r = transport_.perform(tr);
+  net::throw_if_failed(r, tr.url);
+  if (r.status == 401 || r.status == 403) {
+    throw Error("getting a token from " + params["realm"] + " for " + repo.str() + ": " +
+                    status_text(r.status) + ": the token service refused the credentials from " +
+                    creds.source +
+                    (creds.username.empty() ? "" : " (user '" + creds.username + "')"),
+                exit_code::kUnreachable);
+  }
+  if (!r.ok()) {
+    throw Error("getting a token from " + params["realm"] + ": " + std::to_string(r.status),
+                exit_code::kUnreachable);
+  }
+  try {
+    auto j = nlohmann::json::parse(r.body);
+    std::string token = j.value("token", "");
+    if (token.empty()) token = j.value("access_token", "");
+    if (token.empty()) throw Error("no token in the answer");
+    return "Bearer " + token;
+  } catch (const std::exception& e) {
+    throw Error("getting a token from " + params["realm"] + ": " + e.what(),
+                exit_code::kUnreachable);
+  }
+}
+
+net::Response RegistryClient::send(net::Request req, const Repo& repo, bool push,
+                                   const std::vector<std::string>& extra_scopes) {
+  const std::string key = repo.registry + "|" + repo.repository + (push ? "|push" : "|pull");
+  std::string auth;
+  {
+    std::lock_guard<std::mutex> g(mutex_);
+    auto it = auth_header_.find(key);
+    if (it != auth_header_.end()) auth = it->second;
+  }
+  net::Request first = req;
+  if (!auth.empty()) first.headers.emplace_back("Authorization", auth);
+  net::Response r = transport_.perform(first);
+  if (r.status != 401) return r;
+  auto challenge = r.header("WWW-Authenticate");
+  if (!challenge) return r;
+  Credentials creds = credentials_for(repo.registry);
+  auth = authorize(*challenge, repo, push, extra_scopes, creds);
+  if (auth.empty()) return r;
+  {
+    std::lock_guard<std::mutex> g(mutex_);
+    if (extra_scopes.empty()) auth_header_[key] = auth;
+  }
+  req.headers.emplace_back("Authorization", auth);
+  return transport_.perform(req);
+}
+
+void RegistryClient::fail(const std::string& doing, const net::Request& req,
+                          const net::Response& resp, const Repo& repo) {
+  if (resp.failure != net::TransportFailure::kNone && resp.status == 0) {
+    throw net::TransportError(doing + ": " + req.method + " " + net::redact_url(req.url) + ": " +
+                                  net::describe_failure(resp, req.url),
+                              resp.failure);
+  }
+  if (resp.failure != net::TransportFailure::kNone) {
+    throw net::TransportError(doing + ": " + net::describe_failure(resp, req.url), resp.failure);
+  }
+  std::string msg =
+      doing + ": " + req.method + " " + net::redact_url(req.url) + ": " + status_text(resp.status);
+  std::string reg = registry_message(resp);
+  if (!reg.empty()) msg += ": " + reg;
+  if (resp.status == 401 || resp.status == 403) {
+    Credentials c = credentials_for(repo.registry);
+    msg += c.anonymous() ? " (no credentials were sent: " + c.source + "; run 'docker login " +
+                               repo.registry + "')"
+                         : " (credentials from " + c.source +
+                               (c.username.empty() ? "" : ", user '" + c.username + "'") + ")";
+    throw Error(msg, exit_code::kUnreachable);
+  }
+  throw Error(msg);
+}
+
+ManifestBytes RegistryClient::get_manifest(const ImageRef& ref, const std::string& platform) {
+  Repo repo{ref.registry, ref.repository};
+  const std::string base = base_url(ref.registry);
+  std::string reference = ref.digest.empty() ? (ref.tag.empty() ? "latest" : ref.tag) : ref.digest;
+  const std::string doing = "pulling the manifest of " + ref.str();
+  for (int depth = 0; depth < 2; ++depth) {
+    net::Request req;
+    req.url = base + "/v2/" + ref.repository + "/manifests/" + reference;
+    req.headers = {{"Accept", kManifestAccept}};
+    net::Response r = send(req, repo, false);
+    if (r.status == 404) {
+      throw Error(doing + ": the image does not exist in " + ref.registry + " (" +
+                  registry_message(r) + "); check image.build.base");
+    }
+    if (!r.ok()) fail(doing, req, r, repo);
+    ManifestBytes m;
+    m.bytes = r.body;
+    m.digest = sha256_digest(r.body);
+    m.media_type = r.header("Content-Type").value_or("");
+    if (auto semi = m.media_type.find(';'); semi != std::string::npos) m.media_type.resize(semi);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(m.bytes);
+    } catch (const nlohmann::json::exception&) {
+      throw Error(doing + ": the registry returned a manifest that is not JSON");
+    }
+    if (j.contains("mediaType") && j["mediaType"].is_string()) m.media_type = j["mediaType"];
+    if (!ref.digest.empty() && depth == 0 && m.digest != ref.digest) {
+      throw Error(doing + ": the manifest's digest is " + m.digest + ", not " + ref.digest);
+    }
+    const bool is_index = m.media_type == media::kOciIndex || m.media_type == media::kDockerList ||
+                          (j.contains("manifests") && !j.contains("layers"));
+    if (!is_index) {
+      if (j.value("schemaVersion", 0) != 2 || !j.contains("config")) {
+        throw Error(doing + ": unsupported manifest type '" + m.media_type +
+                    "' (expected OCI or Docker schema 2)");
+      }
+      return m;
+    }
+    std::string chosen;
+    std::vector<std::string> offered;
+    for (const auto& d : j.value("manifests", nlohmann::json::array())) {
+      if (!d.contains("platform")) continue;
+      const auto& p = d["platform"];
+      offered.push_back(p.value("os", "?") + "/" + p.value("architecture", "?") +
+                        (p.contains("variant") ? "/" + p.value("variant", "") : ""));
+      if (chosen.empty() && platform_matches(p, platform)) chosen = d.value("digest", "");
+    }
+    if (chosen.empty()) {
+      std::string list;
+      for (const auto& o : offered) list += (list.empty() ? "" : ", ") + o;
+      throw Error(doing + ": no manifest for platform " + platform + " (the image has: " + list +
+                      "); use --platform",
+                  exit_code::kUsage);
+    }
+    reference = chosen;
+  }
+  throw Error(doing + ": an index points to another index");
+}
+
+std::string RegistryClient::get_blob(const Repo& repo, const std::string& digest) {
+  std::string out;
+  download_blob(repo, digest, [&](std::string_view d) { out.append(d); });
+  return out;
+}
+
+void RegistryClient::download_blob(const Repo& repo, const std::string& digest,
+                                   const ByteSink& sink) {
+  net::Request req;
+  req.url = base_url(repo.registry) + "/v2/" + repo.repository + "/blobs/" + digest;
+  req.follow_redirects = true;
+  Sha256 hash;
+  int status = 0;
+  req.on_headers = [&](int s, const net::Headers&) { status = s; };
+  req.on_data = [&](std::string_view d) {
+    if (status >= 200 && status < 300) {
+      hash.update(d);
+      sink(d);
+    }
+    return true;
+  };
+  net::Response r = send(req, repo, false);
+  if (!r.ok()) fail("downloading blob " + digest + " of " + repo.str(), req, r, repo);
+  if (hash.finish() != digest) {
+    throw Error("downloading blob " + digest + " of " + repo.str() +
+                ": the content does not match its digest");
+  }
+}
+
+bool RegistryClient::blob_exists(const Repo& repo, const std::string& digest) {
+  net::Request req;
+  req.method = "HEAD";
+  req.url = base_url(repo.registry) + "/v2/" + repo.repository + "/blobs/" + digest;
+  net::Response r = send(req, repo, true);
+  if (r.status == 404) return false;
+  if (r.ok()) return true;
+  fail("checking blob " + digest + " in " + repo.str(), req, r, repo);
+}
+
+bool RegistryClient::manifest_exists(const Repo& repo, const std::string& digest) {
+  net::Request req;
+  req.method = "HEAD";
+  req.url = base_url(repo.registry) + "/v2/" + repo.repository + "/manifests/" + digest;
+  req.headers = {{"Accept", kManifestAccept}};
+  net::Response r = send(req, repo, true);
+  if (r.status == 404) return false;
+  if (r.ok()) return true;
+  fail("checking manifest " + digest + " in " + repo.str(), req, r, repo);
+}
+
+bool RegistryClient::mount_blob(const Repo& repo, const std::string& digest,
+                                const std::string& from) {
+  net::Request req;
+  req.method = "POST";
+  req.idempotent = true;  // a repeated mount or upload start is harmless
+  req.url = base_url(repo.registry) + "/v2/" + repo.repository +
+            "/blobs/uploads/?mount=" + url_escape(digest) + "&from=" + url_escape(from);
+  net::Response r = send(req, repo, true, {"repository:" + from + ":pull"});
+  if (r.status == 201) return true;
+  if (r.status == 202) return false;  // not mounted; an upload session was opened instead
+  if (r.ok()) return false;
+  fail("mounting blob " + digest + " from " + from + " into " + repo.str(), req, r, repo);
+}
+
+void RegistryClient::upload_blob(
+    const Repo& repo, const std::string& digest, std::uint64_t size,
+    const std::function<std::size_t(std::uint64_t, char*, std::size_t)>& reader,
+    const std::function<void(std::uint64_t)>& progress) {
+  const std::string base = base_url(repo.registry);
+  const std::string doing = "uploading blob " + digest + " to " + repo.str();
+  // A session broken by a dropped connection is started again from scratch.
+  for (int attempt = 0;; ++attempt) {
+    net::Request start;
+    start.method = "POST";
+    start.idempotent = true;
+    start.url = base + "/v2/" + repo.repository + "/blobs/uploads/";
+    net::Response r = send(start, repo, true);
+    if (r.status != 202) fail(doing, start, r, repo);
+    std::string location = absolute(base, r.header("Location").value_or(""));
+    auto counting = [&](std::uint64_t base_off) {
+      return [&, base_off](std::uint64_t off, char* buf, std::size_t len) {
+        std::size_t n = reader(base_off + off, buf, len);
+        if (progress) progress(base_off + off + n);
+        return n;
+      };
+    };
+    net::Request put;
+    put.method = "PUT";
+    put.headers = {{"Content-Type", "application/octet-stream"}};
+    bool ok = true;
+    if (options_.chunk_size > 0 && size > options_.chunk_size) {
+      for (std::uint64_t off = 0; off < size && ok; off += options_.chunk_size) {
+        std::uint64_t n = std::min(options_.chunk_size, size - off);
+        net::Request patch;
+        patch.method = "PATCH";
+        patch.url = location;
+        patch.headers = {
+            {"Content-Type", "application/octet-stream"},
+            {"Content-Range", std::to_string(off) + "-" + std::to_string(off + n - 1)}};
+        patch.body_length = static_cast<std::int64_t>(n);
+        patch.body_reader = counting(off);
+        net::Response pr = send(patch, repo, true);
+        if (pr.status != 202) {
+          if (attempt < 2 && (pr.failure != net::TransportFailure::kNone || pr.status == 404 ||
+                              pr.status == 416)) {
+            ok = false;
+            break;
+          }
+          fail(doing, patch, pr, repo);
+        }
+        location = absolute(base, pr.header("Location").value_or(location));
+      }
+      if (!ok) continue;
+      put.url = with_query(location, "digest=" + url_escape(digest));
+      put.body_length = 0;
+    } else {
+      put.url = with_query(location, "digest=" + url_escape(digest));
+      put.body_length = static_cast<std::int64_t>(size);
+      put.body_reader = counting(0);
+    }
+    net::Response pr = send(put, repo, true);
+    if (pr.status == 201 || pr.status == 204 || pr.ok()) {
+      uploaded_ += size;
+      return;
+    }
+    if (attempt < 2 && (pr.failure != net::TransportFailure::kNone || pr.status == 404)) continue;
+    fail(doing, put, pr, repo);
+  }
+}
+
+void RegistryClient::put_manifest(const Repo& repo, const std::string& reference,
+                                  const std::string& media_type, const std::string& bytes) {
+  net::Request req;
+  req.method = "PUT";
+  req.url = base_url(repo.registry) + "/v2/" + repo.repository + "/manifests/" + reference;
+  req.headers = {{"Content-Type", media_type}};
+  req.body = bytes;
+  net::Response r = send(req, repo, true);
+  if (!r.ok()) fail("putting the manifest " + reference + " in " + repo.str(), req, r, repo);
+}
+
+}  // namespace ktrain::oci

@@ -1,0 +1,106 @@
+#pragma once
+// A client of the OCI distribution API (registries: Docker Hub, Harbor, ECR, GHCR,
+// distribution): manifests, blobs (HEAD, cross-repository mount, monolithic and
+// chunked uploads), and auth (anonymous, Basic, Bearer tokens from WWW-Authenticate).
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/image_ref.h"
+#include "net/http.h"
+#include "oci/credentials.h"
+#include "oci/tar.h"
+
+namespace ktrain::oci {
+
+/// Settings of a RegistryClient.
+struct RegistryOptions {
+  /// Hosts ("host" or "host:port") reached over plain HTTP; localhost, 127.0.0.1 and
+  /// ::1 always are.
+  std::vector<std::string> insecure_hosts;
+  /// PATCH uploads in chunks of this many bytes; 0 = one monolithic PUT per blob.
+  std::uint64_t chunk_size = 0;
+};
+
+/// A manifest as the registry returned it.
+struct ManifestBytes {
+  std::string media_type;
+  std::string bytes;
+  std::string digest;
+};
+
+/// A repository in a registry (the registry and repository parts of an ImageRef).
+struct Repo {
+  std::string registry;
+  std::string repository;
+  std::string str() const { return registry + "/" + repository; }
+};
+
+/// Talks to registries through an HttpTransport (wrap it with RetryingTransport for
+/// retries). Thread-safe.
+class RegistryClient {
+ public:
+  RegistryClient(net::HttpTransport& transport, CredentialStore& creds,
+                 RegistryOptions options = {});
+
+  /// The manifest of `ref` (tag or digest). An index or manifest list is resolved to
+  /// `platform` ("os/arch" or "os/arch/variant"). Throws Error when the image does not
+  /// exist or no manifest matches the platform.
+  ManifestBytes get_manifest(const ImageRef& ref, const std::string& platform);
+  /// A whole (small) blob, verified against its digest.
+  std::string get_blob(const Repo& repo, const std::string& digest);
+  /// Streams a blob into `sink`; verifies the digest.
+  void download_blob(const Repo& repo, const std::string& digest, const ByteSink& sink);
+  /// Whether the registry has blob `digest` in `repo` (HEAD).
+  bool blob_exists(const Repo& repo, const std::string& digest);
+  /// Asks the registry to mount `digest` from repository `from` (same registry) into
+  /// `repo`; returns whether it did (else the caller uploads).
+  bool mount_blob(const Repo& repo, const std::string& digest, const std::string& from);
+  /// Uploads `size` bytes read by `reader` (offset-based, like Request::body_reader) as
+  /// blob `digest`. `progress` sees the bytes sent so far.
+  void upload_blob(const Repo& repo, const std::string& digest, std::uint64_t size,
+                   const std::function<std::size_t(std::uint64_t, char*, std::size_t)>& reader,
+                   const std::function<void(std::uint64_t)>& progress = nullptr);
+  /// Whether a manifest with this digest exists (HEAD).
+  bool manifest_exists(const Repo& repo, const std::string& digest);
+  /// Puts a manifest under `reference` (a tag or its digest).
+  void put_manifest(const Repo& repo, const std::string& reference, const std::string& media_type,
+                    const std::string& bytes);
+
+  /// Blob bytes this client has sent (uploads), for reports.
+  std::uint64_t bytes_uploaded() const { return uploaded_; }
+  /// The base URL of `registry`: https://host, or http://host for insecure hosts.
+  std::string base_url(const std::string& registry) const;
+
+ private:
+  net::Response send(net::Request req, const Repo& repo, bool push,
+                     const std::vector<std::string>& extra_scopes = {});
+  std::string authorize(const std::string& challenge, const Repo& repo, bool push,
+                        const std::vector<std::string>& extra_scopes, const Credentials& creds);
+  Credentials credentials_for(const std::string& registry);
+  [[noreturn]] void fail(const std::string& doing, const net::Request& req,
+                         const net::Response& resp, const Repo& repo);
+
+  net::HttpTransport& transport_;
+  CredentialStore& creds_;
+  RegistryOptions options_;
+  std::mutex mutex_;
+  std::map<std::string, std::string> auth_header_;  // registry -> Authorization value
+  std::map<std::string, Credentials> creds_cache_;
+  std::atomic<std::uint64_t> uploaded_{0};
+};
+
+/// The host to send API requests to: docker.io is served by registry-1.docker.io.
+std::string api_host(const std::string& registry);
+
+/// Parses a WWW-Authenticate challenge: the scheme ("bearer", "basic", lower case) and
+/// its parameters (realm, service, scope).
+std::pair<std::string, std::map<std::string, std::string>> parse_challenge(
+    const std::string& header);
+
+}  // namespace ktrain::oci

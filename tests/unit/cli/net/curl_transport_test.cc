@@ -1,0 +1,314 @@
+// The real libcurl transport against local servers: cpp-httplib for HTTP and HTTPS
+// (certificates made with openssl at test time), a raw socket for a dropped connection.
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+#define CPPHTTPLIB_OPENSSL_SUPPORT
+#endif
+#include "net/curl_transport.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+using namespace ktrain::net;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A server running on its own thread for the life of the object.
+template <typename Server>
+struct Running {
+  Server& server;
+  int port = 0;
+  std::thread thread;
+  explicit Running(Server& s) : server(s) {
+    port = server.bind_to_any_port("127.0.0.1");
+    thread = std::thread([this] { server.listen_after_bind(); });
+    while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~Running() {
+    server.stop();
+    thread.join();
+  }
+  std::string url(const std::string& scheme, const std::string& path) const {
+    return scheme + "://127.0.0.1:" + std::to_string(port) + path;
+  }
+};
+
+void routes(httplib::Server& s) {
+  s.Get("/hello", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("X-Test", "yes");
+    res.set_content("hello world", "text/plain");
+  });
+  s.Get("/stream", [](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("text/plain", [](size_t, httplib::DataSink& sink) {
+      for (int i = 0; i < 5; ++i) {
+        std::string line = "line " + std::to_string(i) + "\n";
+        sink.write(line.data(), line.size());
+      }
+      sink.done();
+      return true;
+    });
+  });
+  s.Get("/big", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(1 << 20, 'x'), "application/octet-stream");
+  });
+  s.Put("/echo", [](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(req.method + " " + std::to_string(req.body.size()) + " " + req.body,
+                    "text/plain");
+  });
+  s.Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(req.method + " " + std::to_string(req.body.size()) + " " + req.body,
+                    "text/plain");
+  });
+  s.Delete("/echo", [](const httplib::Request& req, httplib::Response& res) {
+    res.status = 202;
+    res.set_content(req.method, "text/plain");
+  });
+  s.Get("/auth", [](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(req.get_header_value("Authorization"), "text/plain");
+  });
+  s.Get(R"(/n/(\d+))", [](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(req.matches[1].str(), "text/plain");
+  });
+}
+
+/// A port on 127.0.0.1 where nothing listens.
+int closed_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// A self-signed certificate for `san` in a temporary folder.
+struct Cert {
+  fs::path dir;
+  std::string pem;
+  explicit Cert(const std::string& san) {
+    dir = fs::temp_directory_path() /
+          ("ktrain-net-test-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
+    fs::create_directories(dir);
+    std::string cmd =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+        "-subj /CN=ktrain-test -addext subjectAltName=" +
+        san + " -keyout " + (dir / "key.pem").string() + " -out " + (dir / "cert.pem").string() +
+        " >/dev/null 2>&1";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    pem = slurp(dir / "cert.pem");
+  }
+  ~Cert() { fs::remove_all(dir); }
+  std::string cert() const { return (dir / "cert.pem").string(); }
+  std::string key() const { return (dir / "key.pem").string(); }
+};
+
+}  // namespace
+
+TEST_CASE("curl: a GET returns status, headers and body") {
+  httplib::Server s;
+  routes(s);
+  Running<httplib::Server> srv(s);
+  CurlTransport t;
+  Request r;
+  r.url = srv.url("http", "/hello");
+  Response resp = t.perform(r);
+  CHECK(resp.failure == TransportFailure::kNone);
+  CHECK(resp.status == 200);
+  CHECK(resp.ok());
+  CHECK(resp.body == "hello world");
+  CHECK(resp.header("x-test") == "yes");
+  CHECK(resp.http_version == "1.1");
+
+  r.url = srv.url("http", "/missing");
+  resp = t.perform(r);
+  CHECK(resp.status == 404);
+  CHECK_FALSE(resp.ok());
+}
+
+TEST_CASE("curl: headers are sent, bodies are sent from a string or streamed by offset") {
+  httplib::Server s;
+  routes(s);
+  Running<httplib::Server> srv(s);
+  CurlTransport t;
+  Request r;
+  r.url = srv.url("http", "/auth");
+  r.headers = {{"Authorization", "Bearer t0k"}};
+  CHECK(t.perform(r).body == "Bearer t0k");
+
+  Request post;
+  post.method = "POST";
+  post.url = srv.url("http", "/echo");
+  post.body = "abc";
+  CHECK(t.perform(post).body == "POST 3 abc");
+
+  const std::string data(300000, 'z');
+  Request put;
+  put.method = "PUT";
+  put.url = srv.url("http", "/echo");
+  put.body_length = static_cast<std::int64_t>(data.size());
+  put.body_reader = [&](std::uint64_t off, char* buf, std::size_t len) {
+    std::size_t n = std::min<std::size_t>(len, data.size() - off);
+    std::memcpy(buf, data.data() + off, n);
+    return n;
+  };
+  Response resp = t.perform(put);
+  CHECK(resp.status == 200);
+  CHECK(resp.body == "PUT 300000 " + data);
+
+  Request del;
+  del.method = "DELETE";
+  del.url = srv.url("http", "/echo");
+  resp = t.perform(del);
+  CHECK(resp.status == 202);
+  CHECK(resp.body == "DELETE");
+}
+
+TEST_CASE("curl: streaming hands over headers once, then the body as it arrives") {
+  httplib::Server s;
+  routes(s);
+  Running<httplib::Server> srv(s);
+  CurlTransport t;
+  Request r;
+  r.url = srv.url("http", "/stream");
+  int header_calls = 0;
+  std::string got;
+  r.on_headers = [&](int status, const Headers&) {
+    ++header_calls;
+    CHECK(status == 200);
+    CHECK(got.empty());
+  };
+  r.on_data = [&](std::string_view d) {
+    got += d;
+    return true;
+  };
+  Response resp = t.perform(r);
+  CHECK(resp.status == 200);
+  CHECK(header_calls == 1);
+  CHECK(got == "line 0\nline 1\nline 2\nline 3\nline 4\n");
+  CHECK(resp.body.empty());
+}
+
+TEST_CASE("curl: on_data returning false stops the transfer (aborted)") {
+  httplib::Server s;
+  routes(s);
+  Running<httplib::Server> srv(s);
+  CurlTransport t;
+  Request r;
+  r.url = srv.url("http", "/big");
+  r.on_data = [](std::string_view) { return false; };
+  Response resp = t.perform(r);
+  CHECK(resp.failure == TransportFailure::kAborted);
+  CHECK(resp.status == 200);
+}
+
+TEST_CASE("curl: perform_all answers every request, in order") {
+  httplib::Server s;
+  routes(s);
+  Running<httplib::Server> srv(s);
+  CurlTransport t;
+  std::vector<Request> reqs(40);
+  for (size_t i = 0; i < reqs.size(); ++i) reqs[i].url = srv.url("http", "/n/" + std::to_string(i));
+  auto out = t.perform_all(reqs);
+  REQUIRE(out.size() == reqs.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    CHECK(out[i].status == 200);
+    CHECK(out[i].body == std::to_string(i));
+  }
+}
+
+TEST_CASE("curl: connection refused is classified and described in plain words") {
+  CurlTransport t;
+  Request r;
+  r.url = "http://127.0.0.1:" + std::to_string(closed_port()) + "/v2/";
+  Response resp = t.perform(r);
+  CHECK(resp.status == 0);
+  CHECK(resp.failure == TransportFailure::kConnect);
+  CHECK(describe_failure(resp, r.url).find("cannot connect to 127.0.0.1:") != std::string::npos);
+  CHECK_THROWS_AS(throw_if_failed(resp, r.url), TransportError);
+}
+
+TEST_CASE("curl: a connection closed in the middle of a response is 'dropped'") {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(fd, 1) == 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::thread server([fd] {
+    int c = ::accept(fd, nullptr, nullptr);
+    char buf[4096];
+    [[maybe_unused]] auto n = ::read(c, buf, sizeof buf);
+    const char reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial";
+    [[maybe_unused]] auto w = ::write(c, reply, sizeof reply - 1);
+    ::close(c);
+  });
+  CurlTransport t;
+  Request r;
+  r.url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/";
+  Response resp = t.perform(r);
+  server.join();
+  ::close(fd);
+  CHECK(resp.failure == TransportFailure::kDropped);
+}
+
+TEST_CASE("curl: TLS verification failure, a trusted CA, and tls-server-name") {
+  Cert cert("DNS:registry.test");
+  httplib::SSLServer s(cert.cert().c_str(), cert.key().c_str());
+  REQUIRE(s.is_valid());
+  routes(s);
+  Running<httplib::SSLServer> srv(s);
+  CurlTransport t;
+  Request r;
+  r.url = srv.url("https", "/hello");
+  r.tls.ca_pem = "";  // the system trust store does not know this certificate
+
+  SUBCASE("an unknown certificate authority fails as TLS") {
+    Response resp = t.perform(r);
+    CHECK(resp.failure == TransportFailure::kTls);
+    CHECK(describe_failure(resp, r.url).find("TLS with 127.0.0.1:") != std::string::npos);
+  }
+  SUBCASE("a trusted CA but the wrong name still fails") {
+    r.tls.ca_pem = cert.pem;
+    CHECK(t.perform(r).failure == TransportFailure::kTls);
+  }
+  SUBCASE("a trusted CA and the certificate's name as tls-server-name succeed") {
+    r.tls.ca_pem = cert.pem;
+    r.tls.server_name = "registry.test";
+    Response resp = t.perform(r);
+    CHECK(resp.failure == TransportFailure::kNone);
+    CHECK(resp.body == "hello world");
+  }
+  SUBCASE("a CA file works like CA data") {
+    r.tls.ca_file = cert.cert();
+    r.tls.server_name = "registry.test";
+    CHECK(t.perform(r).status == 200);
+  }
+  SUBCASE("insecure mode skips verification") {
+    r.tls.insecure_skip_verify = true;
+    CHECK(t.perform(r).status == 200);
+  }
+}

@@ -1,0 +1,193 @@
+#include "oci/registry.h"
+
+#include <doctest/doctest.h>
+
+#include "../net/scripted_transport.h"
+#include "oci/digest.h"
+
+using namespace ktrain;
+using namespace ktrain::oci;
+using namespace ktrain::net::testing;
+
+namespace {
+
+class FixedCredentials : public CredentialStore {
+ public:
+  Credentials c;
+  int lookups = 0;
+  Credentials lookup(const std::string&) override {
+    ++lookups;
+    return c;
+  }
+};
+
+std::string header(const net::Request& r, const std::string& name) {
+  for (const auto& [k, v] : r.headers) {
+    if (k == name) return v;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("registry: plain HTTP only for localhost or listed hosts") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  RegistryClient c(t, creds, {{"registry.lan:5000"}, 0});
+  CHECK(c.base_url("127.0.0.1:5000") == "http://127.0.0.1:5000");
+  CHECK(c.base_url("localhost:5000") == "http://localhost:5000");
+  CHECK(c.base_url("registry.lan:5000") == "http://registry.lan:5000");
+  CHECK(c.base_url("ghcr.io") == "https://ghcr.io");
+  CHECK(c.base_url("docker.io") == "https://registry-1.docker.io");
+}
+
+TEST_CASE("registry: the Bearer token flow from WWW-Authenticate, with Basic credentials") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  creds.c = {"alice", "pw", "", "test"};
+  t.script = {
+      canned(
+          401, "",
+          {{"WWW-Authenticate",
+            R"(Bearer realm="https://auth.test/token",service="reg.test",scope="repository:team/app:pull")"}}),
+      canned(200, R"({"token":"T0K"})"),
+      canned(200),  // the HEAD again, with the token
+      canned(404),  // the next HEAD reuses the token without asking again
+  };
+  RegistryClient c(t, creds);
+  Repo repo{"reg.test", "team/app"};
+  CHECK(c.blob_exists(repo, "sha256:" + std::string(64, 'a')));
+  CHECK_FALSE(c.blob_exists(repo, "sha256:" + std::string(64, 'b')));
+  REQUIRE(t.seen.size() == 4);
+  CHECK(t.seen[0].method == "HEAD");
+  CHECK(header(t.seen[0], "Authorization").empty());
+  CHECK(t.seen[1].url ==
+        "https://auth.test/token?service=reg.test&scope=repository%3Ateam%2Fapp%3Apull%2Cpush");
+  CHECK(header(t.seen[1], "Authorization") == "Basic YWxpY2U6cHc=");
+  CHECK(header(t.seen[2], "Authorization") == "Bearer T0K");
+  CHECK(header(t.seen[3], "Authorization") == "Bearer T0K");
+}
+
+TEST_CASE("registry: Basic auth challenge; refused credentials name their source, not the secret") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  creds.c = {"bob", "hunter2", "", "/home/bob/.docker/config.json (auths)"};
+  t.script = {
+      canned(401, "", {{"WWW-Authenticate", R"(Basic realm="r")"}}),
+      canned(401, R"({"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]})",
+             {{"WWW-Authenticate", R"(Basic realm="r")"}})};
+  RegistryClient c(t, creds);
+  try {
+    c.blob_exists({"127.0.0.1:5000", "app"}, "sha256:" + std::string(64, 'a'));
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    CHECK(e.exit_status() == exit_code::kUnreachable);
+    CHECK(m.find("401 Unauthorized") != std::string::npos);
+    CHECK(m.find("config.json (auths)") != std::string::npos);
+    CHECK(m.find("user 'bob'") != std::string::npos);
+    CHECK(m.find("hunter2") == std::string::npos);
+  }
+  CHECK(header(t.seen.at(1), "Authorization") == "Basic Ym9iOmh1bnRlcjI=");
+}
+
+TEST_CASE("registry: an index resolves to the requested platform") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  const std::string amd =
+      R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:c","size":1},"layers":[]})";
+  const std::string index =
+      R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[
+    {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:arm","size":1,"platform":{"os":"linux","architecture":"arm64","variant":"v8"}},
+    {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
+      sha256_digest(amd) + R"(","size":1,"platform":{"os":"linux","architecture":"amd64"}}]})";
+  t.script = {canned(200, index, {{"Content-Type", "application/vnd.oci.image.index.v1+json"}}),
+              canned(200, amd, {{"Content-Type", "application/vnd.oci.image.manifest.v1+json"}})};
+  RegistryClient c(t, creds);
+  ManifestBytes m = c.get_manifest(parse_image_ref("ghcr.io/team/base:1"), "linux/amd64");
+  CHECK(m.bytes == amd);
+  CHECK(m.digest == sha256_digest(amd));
+  CHECK(t.seen[0].url == "https://ghcr.io/v2/team/base/manifests/1");
+  CHECK(t.seen[1].url == "https://ghcr.io/v2/team/base/manifests/" + sha256_digest(amd));
+
+  t.script = {canned(200, index)};
+  CHECK_THROWS_WITH_AS(c.get_manifest(parse_image_ref("ghcr.io/team/base:1"), "linux/s390x"),
+                       doctest::Contains("linux/arm64/v8, linux/amd64"), Error);
+}
+
+TEST_CASE("registry: an unknown image is a clear error") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  t.script = {
+      canned(404, R"({"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]})")};
+  RegistryClient c(t, creds);
+  CHECK_THROWS_WITH_AS(c.get_manifest(parse_image_ref("127.0.0.1:5000/nope:1"), "linux/amd64"),
+                       doctest::Contains("does not exist"), Error);
+}
+
+TEST_CASE("registry: monolithic upload is POST then PUT ?digest= with the bytes") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  t.script = {canned(202, "", {{"Location", "/v2/app/blobs/uploads/u1?_state=s"}}), canned(201)};
+  RegistryClient c(t, creds);
+  const std::string data = "layer bytes";
+  const std::string digest = sha256_digest(data);
+  c.upload_blob({"127.0.0.1:5000", "app"}, digest, data.size(),
+                [&](std::uint64_t off, char* buf, std::size_t len) {
+                  std::size_t n = std::min(len, data.size() - static_cast<std::size_t>(off));
+                  std::copy_n(data.data() + off, n, buf);
+                  return n;
+                });
+  REQUIRE(t.seen.size() == 2);
+  CHECK(t.seen[0].method == "POST");
+  CHECK(t.seen[0].url == "http://127.0.0.1:5000/v2/app/blobs/uploads/");
+  CHECK(t.seen[1].method == "PUT");
+  CHECK(t.seen[1].url == "http://127.0.0.1:5000/v2/app/blobs/uploads/u1?_state=s&digest=sha256%3A" +
+                             digest.substr(7));
+  CHECK(t.seen[1].body_length == static_cast<std::int64_t>(data.size()));
+  CHECK(c.bytes_uploaded() == data.size());
+}
+
+TEST_CASE("registry: chunked upload sends PATCH with Content-Range, then PUT") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  t.script = {canned(202, "", {{"Location", "http://127.0.0.1:5000/up/1"}}),
+              canned(202, "", {{"Location", "http://127.0.0.1:5000/up/2"}}),
+              canned(202, "", {{"Location", "http://127.0.0.1:5000/up/3"}}), canned(201)};
+  RegistryClient c(t, creds, {{}, 6});
+  const std::string data = "0123456789";
+  c.upload_blob({"127.0.0.1:5000", "app"}, sha256_digest(data), data.size(),
+                [&](std::uint64_t off, char* buf, std::size_t len) {
+                  std::size_t n = std::min(len, data.size() - static_cast<std::size_t>(off));
+                  std::copy_n(data.data() + off, n, buf);
+                  return n;
+                });
+  REQUIRE(t.seen.size() == 4);
+  CHECK(t.seen[1].method == "PATCH");
+  CHECK(header(t.seen[1], "Content-Range") == "0-5");
+  CHECK(t.seen[2].url == "http://127.0.0.1:5000/up/2");
+  CHECK(header(t.seen[2], "Content-Range") == "6-9");
+  CHECK(t.seen[3].url.rfind("http://127.0.0.1:5000/up/3?digest=", 0) == 0);
+  CHECK(t.seen[3].body_length == 0);
+}
+
+TEST_CASE("registry: cross-repository mount") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  t.script = {canned(201), canned(202, "", {{"Location", "/x"}})};
+  RegistryClient c(t, creds);
+  const std::string d = "sha256:" + std::string(64, 'e');
+  CHECK(c.mount_blob({"127.0.0.1:5000", "team/app"}, d, "library/base"));
+  CHECK_FALSE(c.mount_blob({"127.0.0.1:5000", "team/app"}, d, "library/base"));
+  CHECK(t.seen[0].url == "http://127.0.0.1:5000/v2/team/app/blobs/uploads/?mount=sha256%3A" +
+                             std::string(64, 'e') + "&from=library%2Fbase");
+}
+
+TEST_CASE("registry: parse_challenge") {
+  auto [scheme, p] =
+      parse_challenge(R"(Bearer realm="https://a/token",service="svc",scope="repository:x:pull")");
+  CHECK(scheme == "bearer");
+  CHECK(p["realm"] == "https://a/token");
+  CHECK(p["service"] == "svc");
+  CHECK(p["scope"] == "repository:x:pull");
+}
