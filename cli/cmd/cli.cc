@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "cmd/build.h"
 #include "cmd/command.h"
 #include "cmd/init.h"
 #include "cmd/validate.h"
@@ -18,6 +19,7 @@ const std::vector<Adder>& all_commands() {
   static const std::vector<Adder> adders = {
       add_init_command,
       add_validate_command,
+      add_build_command,
       add_version_command,
   };
   return adders;
