@@ -51,6 +51,7 @@ int connect_tcp(const std::string& ipv4, int port, int timeout_ms) {
   if (fd < 0) return -1;
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  set_keepalive(fd);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
   if (errno != EINPROGRESS) {
     int e = errno;
@@ -77,6 +78,14 @@ int connect_tcp(const std::string& ipv4, int port, int timeout_ms) {
     return -1;
   }
   return fd;
+}
+
+void set_keepalive(int fd) {
+  int on = 1, idle = 30, interval = 10, count = 3;
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
 namespace {

@@ -20,6 +20,10 @@ int listen_tcp(int port);
 /// -1 with errno set (ECONNREFUSED, ETIMEDOUT, ...).
 int connect_tcp(const std::string& ipv4, int port, int timeout_ms);
 
+/// Turns on TCP keepalive (probes after 30 s idle, every 10 s, 3 misses), so that a
+/// peer that vanished without closing its connection is noticed within about a minute.
+void set_keepalive(int fd);
+
 /// Returns the peer's IPv4 address of a connected socket ("" when unknown).
 std::string peer_address(int fd);
 

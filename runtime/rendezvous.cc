@@ -1,5 +1,7 @@
 #include "runtime/rendezvous.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -195,6 +197,9 @@ World RendezvousServer::gather(const std::string& nccl_id_hex) {
       for (;;) {
         int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) break;
+        int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        set_keepalive(fd);
         auto p = std::make_unique<Pending>();
         p->conn = Connection(fd);
         p->from = peer_address(fd);

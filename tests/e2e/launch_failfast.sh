@@ -7,7 +7,7 @@ PORT=$(free_port)
 common=(KTRAIN_NNODES=3 KTRAIN_MASTER_ADDR=127.0.0.1 KTRAIN_RDZV_PORT="$PORT"
         KTRAIN_MASTER_PORT="$(free_port)" KTRAIN_RDZV_SECRET=s KTRAIN_NPROC_PER_NODE=2
         KTRAIN_GRACE_PERIOD=5 KTRAIN_RDZV_TIMEOUT=120 WORK="$WORK")
-worker='echo $$ > "$WORK/pid.$KTRAIN_RANK"; exec sleep 300'
+worker='echo $$ > "$WORK/tmp.$KTRAIN_RANK"; mv "$WORK/tmp.$KTRAIN_RANK" "$WORK/pid.$KTRAIN_RANK"; exec sleep 300'
 for n in 2 0 1; do start_node "node$n" "${common[@]}" KTRAIN_NODE_RANK=$n -- sh -c "$worker"; done
 for r in 0 1 2 3 4 5; do wait_for_file "$WORK/pid.$r"; done
 kill -9 "$(cat "$WORK/pid.3")"

@@ -4,18 +4,17 @@
 # forwarded without stopping anything.
 source "$(dirname "$0")/launch_lib.bash"
 worker='
-echo $$ > "$WORK/pid.$KTRAIN_RANK"
 trap "echo usr1-seen" USR1
 if [ "$KTRAIN_RANK" = 0 ]; then
   trap "echo term-seen-exiting; exit 0" TERM
 else
   trap "echo term-seen-ignoring" TERM
 fi
+echo $$ > "$WORK/tmp.$KTRAIN_RANK"; mv "$WORK/tmp.$KTRAIN_RANK" "$WORK/pid.$KTRAIN_RANK"  # once the traps are set
 i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done'
 start_node n KTRAIN_NPROC_PER_NODE=2 KTRAIN_GRACE_PERIOD=2 WORK="$WORK" -- sh -c "$worker"
 wait_for_file "$WORK/pid.0"
 wait_for_file "$WORK/pid.1"
-sleep 0.3  # let both shells install their traps
 kill -USR1 "$(cat "$WORK/n.pid")"
 for i in $(seq 100); do [ "$(grep -c usr1-seen "$WORK/n.out")" = 2 ] && break; sleep 0.1; done
 grep -q "^\[rank 0\] usr1-seen$" "$WORK/n.out" || fail "USR1 did not reach rank 0"
