@@ -144,6 +144,13 @@ HelperResult run_gpucheck(const std::string& path, const std::vector<std::string
   int st = reap();
   parse_helper_output(text, result);
   result.status = exit_status_of(st);
+  if ((result.status == 126 || result.status == 127) && text.empty() &&
+      result.stopped_by_peer.empty()) {
+    result.unavailable = true;
+    result.error = "the GPU helper " + path + " cannot run in this image (exit status " +
+                   std::to_string(result.status) + ")";
+    return result;
+  }
   if (WIFSIGNALED(st) && result.error.empty() && result.stopped_by_peer.empty()) {
     result.error = "the GPU check crashed (" + signal_name(WTERMSIG(st)) + ")";
   }

@@ -23,6 +23,10 @@ struct HelperResult {
   std::string error;                         ///< the first "error" line's text
   std::map<std::string, std::string> facts;  ///< other "key value" lines
   std::string stopped_by_peer;               ///< set when a peer failure cut the run short
+  /// The helper could not run in this image at all (exec or dynamic loader
+  /// failure: exit 126/127 without a word on stdout), e.g. a C library older than
+  /// the one it was built against.
+  bool unavailable = false;
 };
 
 /// Parses the helper's stdout into `out`.

@@ -35,16 +35,23 @@ GpuPlan plan_gpus(const Config& c) {
   const bool tf = c.framework == Framework::kTensorflow;
   int gpus = c.gpus;
   if (c.gpus > 0) {
-    if (!nvidia_device_present() && plan.helper.empty()) {
+    HelperResult r;
+    if (!plan.helper.empty()) r = run_gpucheck(plan.helper, {"count"}, kCountTimeoutS, nullptr);
+    if (r.unavailable) {
+      log_line("GPU checks unavailable: " + r.error);
+      plan.helper.clear();
+    }
+    if (plan.helper.empty() && !nvidia_device_present()) {
       preflight_error("KTRAIN_GPUS=" + std::to_string(c.gpus) +
                       " but no NVIDIA GPU or driver was found on this node (no /dev/nvidia*); "
                       "run on a GPU node or set gpus: 0");
     }
     if (plan.helper.empty()) {
-      log_line("GPU checks unavailable (no ktrain-gpucheck next to the launcher): assuming " +
-               std::to_string(c.gpus) + " GPUs");
+      log_line(
+          "GPU checks unavailable (no usable ktrain-gpucheck next to the launcher): "
+          "assuming " +
+          std::to_string(c.gpus) + " GPUs");
     } else {
-      HelperResult r = run_gpucheck(plan.helper, {"count"}, kCountTimeoutS, nullptr);
       if (r.status != 0) {
         preflight_error("KTRAIN_GPUS=" + std::to_string(c.gpus) + " but " + r.error);
       }
@@ -59,6 +66,7 @@ GpuPlan plan_gpus(const Config& c) {
              !plan.helper.empty()) {
     HelperResult r = run_gpucheck(plan.helper, {"count"}, kCountTimeoutS, nullptr);
     gpus = r.status == 0 ? std::atoi(r.facts["count"].c_str()) : 0;
+    if (r.unavailable) plan.helper.clear();
   }
   plan.gpus = gpus;
   plan.nproc = c.nproc_per_node > 0 ? c.nproc_per_node : (gpus > 0 && !tf ? gpus : 1);
