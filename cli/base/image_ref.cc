@@ -139,8 +139,7 @@ std::string parse(std::string_view ref, ImageRef& out) {
   auto first_slash = rest.find('/');
   if (first_slash != std::string_view::npos) {
     std::string_view first = rest.substr(0, first_slash);
-    if (first == "localhost" || first.find_first_of(".:") != std::string_view::npos ||
-        first.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string_view::npos) {
+    if (first == "localhost" || first.find_first_of(".:") != std::string_view::npos) {
       if (!is_domain(first))
         return "invalid registry name " + quoted(first) + "; " + std::string(kExample) + found;
       out.registry = std::string(first);

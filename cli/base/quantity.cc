@@ -44,7 +44,8 @@ std::optional<long double> parse_quantity(std::string_view s) {
   if (n == 0) return std::nullopt;
   std::string_view suffix = s.substr(n);
   if (suffix.empty()) return v;
-  if ((suffix[0] == 'e' || suffix[0] == 'E') && suffix.size() > 1) {
+  if ((suffix[0] == 'e' || suffix[0] == 'E') && suffix.size() > 1 &&
+      (is_digit(suffix[1]) || suffix[1] == '+' || suffix[1] == '-')) {
     std::string_view exp = suffix.substr(1);
     std::size_t i = 0;
     bool negative = false;

@@ -28,9 +28,10 @@ const Keys kTopKeys = {"name",       "namespace", "labels", "image",  "train",
                        "scheduling", "security",  "serve",  "patches"};
 const Keys kImageKeys = {"ref", "pullSecrets", "build"};
 const Keys kBuildKeys = {"base", "repository", "context", "ignore", "workdir", "env"};
-const Keys kTrainKeys = {"command",  "framework", "nodes", "gpus",      "mig",     "gpuType",
-                         "cpu",      "memory",    "shm",   "env",       "envFrom", "volumes",
-                         "restarts", "deadline",  "ttl",   "preflight", "sweep"};
+const Keys kTrainKeys = {"command", "framework", "nodes",   "gpus",     "processesPerNode",
+                         "mig",     "gpuType",   "cpu",     "memory",   "shm",
+                         "env",     "envFrom",   "volumes", "restarts", "deadline",
+                         "ttl",     "preflight", "sweep"};
 const Keys kVolumeKeys = {"claim", "configMap", "secret", "emptyDir", "mount", "readOnly"};
 const Keys kSchedulingKeys = {"queue",        "gang",        "priority",
                               "nodeSelector", "tolerations", "runtimeClass"};
@@ -557,6 +558,8 @@ class ProjectParser {
       if (auto n = c_.whole(*x, "train.nodes", 1)) t.nodes = *n;
     if (const Value* x = field(v, "gpus"))
       if (auto n = c_.whole(*x, "train.gpus", 0)) t.gpus = *n;
+    if (const Value* x = field(v, "processesPerNode"))
+      if (auto n = c_.whole(*x, "train.processesPerNode", 1)) t.processes_per_node = *n;
     if (const Value* x = field(v, "mig")) {
       if (auto s = c_.scalar(*x, "train.mig", "a MIG profile like 1g.10gb")) {
         if (!is_mig_profile(*s))

@@ -63,6 +63,8 @@ struct Train {
   std::string framework = "pytorch";    ///< pytorch | paddle | tensorflow | jax | none
   int nodes = 1;                        ///< >= 1
   int gpus = 0;                         ///< per node, >= 0
+  /// Workers per node; 0 = one per GPU found (or 1 without GPUs).
+  int processes_per_node = 0;
   std::string mig;                      ///< e.g. "1g.10gb": GPUs become nvidia.com/mig-<mig>
   std::string gpu_type;                 ///< -> nodeSelector nvidia.com/gpu.product
   std::string cpu;                      ///< Kubernetes quantity, "" = unset

@@ -189,6 +189,7 @@ void apply_set(Value& root, const std::string& set, const std::vector<std::strin
       break;
     }
   }
+  if (eq == std::string::npos) eq = set.find('=');  // unbalanced brackets: reported below
   if (eq == std::string::npos || eq == 0) {
     fail("", "expected key.path=value, like --set train.nodes=2");
     return;
