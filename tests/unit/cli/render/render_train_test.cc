@@ -1,0 +1,400 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "base/error.h"
+#include "render/render.h"
+#include "render_test_util.h"
+
+using nlohmann::ordered_json;
+using namespace ktrain;
+using namespace ktrain::render;
+using namespace ktrain::render::testing;
+
+TEST_CASE("render: a training project gives a headless Service and an Indexed Job, in that order") {
+  auto r = render_fixed(train_project());
+  REQUIRE(r.objects.size() == 2);
+  CHECK(r.objects[0]["kind"] == "Service");
+  CHECK(r.objects[1]["kind"] == "Job");
+  CHECK(r.objects[1]["apiVersion"] == "batch/v1");
+  const auto& spec = r.objects[1]["spec"];
+  CHECK(spec["completionMode"] == "Indexed");
+  CHECK(spec["completions"] == 2);
+  CHECK(spec["parallelism"] == 2);
+  CHECK(r.warnings.empty());
+}
+
+TEST_CASE("render: 8 GPUs per node set nvidia.com/gpu limits and requests alike") {
+  auto p = train_project();
+  p.train->gpus = 8;
+  p.train->cpu = "32";
+  p.train->memory = "256Gi";
+  auto r = render_fixed(p);
+  const auto& res = container_of(object_of(r, "Job"))["resources"];
+  CHECK(res["limits"]["nvidia.com/gpu"] == "8");
+  CHECK(res["requests"]["nvidia.com/gpu"] == "8");
+  CHECK(res["limits"]["cpu"] == "32");
+  CHECK(res["requests"]["memory"] == "256Gi");
+  CHECK(res["limits"] == res["requests"]);
+}
+
+TEST_CASE("render: no GPUs, cpu or memory leaves resources out") {
+  auto r = render_fixed(train_project());
+  CHECK_FALSE(container_of(object_of(r, "Job")).contains("resources"));
+}
+
+TEST_CASE("render: mig turns GPUs into nvidia.com/mig-<profile>") {
+  auto p = train_project();
+  p.train->gpus = 2;
+  p.train->mig = "1g.10gb";
+  auto r = render_fixed(p);
+  const auto& res = container_of(object_of(r, "Job"))["resources"];
+  CHECK(res["limits"]["nvidia.com/mig-1g.10gb"] == "2");
+  CHECK(res["requests"]["nvidia.com/mig-1g.10gb"] == "2");
+  CHECK_FALSE(res["limits"].contains("nvidia.com/gpu"));
+}
+
+TEST_CASE("render: shm is a memory-backed emptyDir mounted at /dev/shm") {
+  auto p = train_project();
+  p.train->shm = "64Gi";
+  auto r = render_fixed(p);
+  const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
+  const auto& vol = pod["volumes"].back();
+  CHECK(vol["emptyDir"]["medium"] == "Memory");
+  CHECK(vol["emptyDir"]["sizeLimit"] == "64Gi");
+  const auto& mount = pod["containers"][0]["volumeMounts"].back();
+  CHECK(mount["mountPath"] == "/dev/shm");
+  CHECK(mount["name"] == vol["name"]);
+}
+
+TEST_CASE("render: no shm and no volumes leave volumes and mounts out") {
+  auto r = render_fixed(train_project());
+  const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
+  CHECK_FALSE(pod.contains("volumes"));
+  CHECK_FALSE(pod["containers"][0].contains("volumeMounts"));
+}
+
+TEST_CASE("render: volumes map to claims, configMaps, secrets and emptyDirs with mounts") {
+  auto p = train_project();
+  using K = project::Volume::Kind;
+  p.train->volumes = {{K::kClaim, "imagenet", "/data", true},
+                      {K::kClaim, "ckpt", "/ckpt", false},
+                      {K::kConfigMap, "cfg", "/etc/train", false},
+                      {K::kSecret, "keys", "/keys", false},
+                      {K::kEmptyDir, "", "/scratch", false}};
+  auto r = render_fixed(p);
+  const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
+  const auto& v = pod["volumes"];
+  const auto& m = pod["containers"][0]["volumeMounts"];
+  REQUIRE(v.size() == 5);
+  CHECK(v[0]["persistentVolumeClaim"] ==
+        ordered_json({{"claimName", "imagenet"}, {"readOnly", true}}));
+  CHECK(m[0]["readOnly"] == true);
+  CHECK(m[0]["mountPath"] == "/data");
+  CHECK_FALSE(v[1]["persistentVolumeClaim"].contains("readOnly"));
+  CHECK_FALSE(m[1].contains("readOnly"));
+  CHECK(v[2]["configMap"]["name"] == "cfg");
+  CHECK(v[3]["secret"]["secretName"] == "keys");
+  CHECK(v[4]["emptyDir"] == ordered_json::object());
+  for (std::size_t i = 0; i < 5; ++i) CHECK(m[i]["name"] == v[i]["name"]);
+}
+
+TEST_CASE("render: a GPU pod gets the default nvidia.com/gpu toleration") {
+  auto p = train_project();
+  p.train->gpus = 1;
+  auto r = render_fixed(p);
+  const auto& tol = object_of(r, "Job")["spec"]["template"]["spec"]["tolerations"];
+  REQUIRE(tol.size() == 1);
+  CHECK(
+      tol[0] ==
+      ordered_json({{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}));
+}
+
+TEST_CASE("render: the user's tolerations replace the default GPU toleration") {
+  auto p = train_project();
+  p.train->gpus = 1;
+  p.scheduling.tolerations = {{"dedicated", "Equal", "ml", "NoSchedule", std::nullopt}};
+  p.scheduling.tolerations_set = true;
+  auto r = render_fixed(p);
+  const auto& tol = object_of(r, "Job")["spec"]["template"]["spec"]["tolerations"];
+  REQUIRE(tol.size() == 1);
+  CHECK(tol[0] == ordered_json({{"key", "dedicated"},
+                                {"operator", "Equal"},
+                                {"value", "ml"},
+                                {"effect", "NoSchedule"}}));
+}
+
+TEST_CASE("render: an explicitly empty tolerations list means no toleration at all") {
+  auto p = train_project();
+  p.train->gpus = 1;
+  p.scheduling.tolerations_set = true;
+  auto r = render_fixed(p);
+  CHECK_FALSE(object_of(r, "Job")["spec"]["template"]["spec"].contains("tolerations"));
+}
+
+TEST_CASE("render: a CPU-only pod gets no GPU toleration") {
+  auto r = render_fixed(train_project());
+  CHECK_FALSE(object_of(r, "Job")["spec"]["template"]["spec"].contains("tolerations"));
+}
+
+TEST_CASE(
+    "render: the headless Service publishes not-ready addresses on the rdzv and master ports") {
+  auto r = render_fixed(train_project());
+  const auto& svc = object_of(r, "Service");
+  CHECK(svc["metadata"]["name"] == "demo-abcde");
+  CHECK(svc["spec"]["clusterIP"] == "None");
+  CHECK(svc["spec"]["publishNotReadyAddresses"] == true);
+  CHECK(svc["spec"]["selector"] == ordered_json({{"ktrain.dev/run", "demo-abcde"}}));
+  const auto& ports = svc["spec"]["ports"];
+  REQUIRE(ports.size() == 2);
+  CHECK(ports[0]["name"] == "rdzv");
+  CHECK(ports[0]["port"] == 29400);
+  CHECK(ports[1]["name"] == "master");
+  CHECK(ports[1]["port"] == 29500);
+}
+
+TEST_CASE("render: the pods' subdomain is the headless Service, and they never restart in place") {
+  auto r = render_fixed(train_project());
+  const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
+  CHECK(pod["subdomain"] == object_of(r, "Service")["metadata"]["name"]);
+  CHECK(pod["restartPolicy"] == "Never");
+  CHECK(pod["terminationGracePeriodSeconds"] == 30);
+}
+
+TEST_CASE("render: the container runs ktrain-launch with the train command as arguments") {
+  auto r = render_fixed(train_project());
+  const auto& c = container_of(object_of(r, "Job"));
+  CHECK(c["name"] == "train");
+  CHECK(c["image"] == "registry.example.com/ml/demo:v1");
+  CHECK(c["command"] == ordered_json::array({"/opt/ktrain/bin/ktrain-launch", "--"}));
+  CHECK(c["args"] == ordered_json::array({"python", "train.py", "--epochs", "3"}));
+  CHECK(c["terminationMessagePolicy"] == "FallbackToLogsOnError");
+}
+
+TEST_CASE("render: the launcher's variables come in the contract's order, then the user's env") {
+  auto p = train_project();
+  p.train->gpus = 4;
+  p.train->framework = "paddle";
+  p.train->preflight = "full";
+  p.train->env = {{"NCCL_DEBUG", "WARN"}, {"A", "1"}};
+  auto r = render_fixed(p);
+  const auto& c = container_of(object_of(r, "Job"));
+  std::vector<std::string> names;
+  for (const auto& e : c["env"]) names.push_back(e["name"]);
+  const std::vector<std::string> expected = {
+      "KTRAIN_RUN",          "KTRAIN_NNODES",      "JOB_COMPLETION_INDEX", "KTRAIN_NPROC_PER_NODE",
+      "KTRAIN_GPUS",         "KTRAIN_MASTER_ADDR", "KTRAIN_RDZV_PORT",     "KTRAIN_MASTER_PORT",
+      "KTRAIN_RDZV_TIMEOUT", "KTRAIN_RDZV_SECRET", "KTRAIN_FRAMEWORK",     "KTRAIN_PREFLIGHT",
+      "KTRAIN_GRACE_PERIOD", "KTRAIN_POD_IP",      "NCCL_DEBUG",           "A"};
+  CHECK(names == expected);
+  CHECK(env_of(c, "KTRAIN_RUN")["value"] == "demo-abcde");
+  CHECK(env_of(c, "KTRAIN_NNODES")["value"] == "2");
+  CHECK(env_of(c, "KTRAIN_NPROC_PER_NODE")["value"] == "auto");
+  CHECK(env_of(c, "KTRAIN_GPUS")["value"] == "4");
+  CHECK(env_of(c, "KTRAIN_MASTER_ADDR")["value"] == "demo-abcde-0.demo-abcde");
+  CHECK(env_of(c, "KTRAIN_RDZV_PORT")["value"] == "29400");
+  CHECK(env_of(c, "KTRAIN_MASTER_PORT")["value"] == "29500");
+  CHECK(env_of(c, "KTRAIN_RDZV_TIMEOUT")["value"] == "900");
+  CHECK(env_of(c, "KTRAIN_FRAMEWORK")["value"] == "paddle");
+  CHECK(env_of(c, "KTRAIN_PREFLIGHT")["value"] == "full");
+  CHECK(env_of(c, "KTRAIN_GRACE_PERIOD")["value"] == "25");
+  CHECK(env_of(c, "NCCL_DEBUG")["value"] == "WARN");
+  CHECK(env_of(c, "KTRAIN_NODE_RANK").is_null());
+}
+
+TEST_CASE("render: the rank and the pod IP come from the downward API, the secret by reference") {
+  auto r = render_fixed(train_project());
+  const auto& c = container_of(object_of(r, "Job"));
+  CHECK(env_of(c, "JOB_COMPLETION_INDEX")["valueFrom"]["fieldRef"]["fieldPath"] ==
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']");
+  CHECK(env_of(c, "KTRAIN_POD_IP")["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP");
+  const auto secret = env_of(c, "KTRAIN_RDZV_SECRET")["valueFrom"]["secretKeyRef"];
+  CHECK(secret == ordered_json({{"name", "demo-abcde-rdzv"}, {"key", "token"}}));
+  CHECK(env_of(c, "KTRAIN_NPROC_PER_NODE")["value"] == "1");
+}
+
+TEST_CASE("render: envFrom references secrets and configMaps in file order") {
+  auto p = train_project();
+  p.train->env_from = {{project::EnvFrom::Kind::kSecret, "wandb"},
+                       {project::EnvFrom::Kind::kConfigMap, "hparams"}};
+  auto r = render_fixed(p);
+  const auto& from = container_of(object_of(r, "Job"))["envFrom"];
+  CHECK(from == ordered_json::array({{{"secretRef", {{"name", "wandb"}}}},
+                                     {{"configMapRef", {{"name", "hparams"}}}}}));
+}
+
+TEST_CASE("render: pod and container security contexts") {
+  auto p = train_project();
+  p.security.run_as_user = 1000;
+  p.security.run_as_group = 100;
+  p.security.fs_group = 2000;
+  p.security.add_capabilities = {"IPC_LOCK"};
+  auto r = render_fixed(p);
+  const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
+  CHECK(pod["securityContext"]["runAsNonRoot"] == true);
+  CHECK(pod["securityContext"]["runAsUser"] == 1000);
+  CHECK(pod["securityContext"]["runAsGroup"] == 100);
+  CHECK(pod["securityContext"]["fsGroup"] == 2000);
+  const auto& sc = pod["containers"][0]["securityContext"];
+  CHECK(sc["allowPrivilegeEscalation"] == false);
+  CHECK(sc["capabilities"]["drop"] == ordered_json::array({"ALL"}));
+  CHECK(sc["capabilities"]["add"] == ordered_json::array({"IPC_LOCK"}));
+}
+
+TEST_CASE(
+    "render: without added capabilities, all are dropped and none added; root can be allowed") {
+  auto p = train_project();
+  p.security.run_as_non_root = false;
+  auto r = render_fixed(p);
+  const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
+  CHECK(pod["securityContext"]["runAsNonRoot"] == false);
+  CHECK_FALSE(pod["securityContext"].contains("runAsUser"));
+  const auto& caps = pod["containers"][0]["securityContext"]["capabilities"];
+  CHECK(caps["drop"] == ordered_json::array({"ALL"}));
+  CHECK_FALSE(caps.contains("add"));
+}
+
+TEST_CASE("render: ttl, deadline and restarts become the Job's ttl, deadline and backoffLimit") {
+  auto p = train_project();
+  p.train->ttl_s = 7 * 86400;
+  p.train->deadline_s = 86400;
+  p.train->restarts = 3;
+  auto r = render_fixed(p);
+  const auto& spec = object_of(r, "Job")["spec"];
+  CHECK(spec["ttlSecondsAfterFinished"] == 604800);
+  CHECK(spec["activeDeadlineSeconds"] == 86400);
+  CHECK(spec["backoffLimit"] == 3);
+}
+
+TEST_CASE(
+    "render: without ttl and deadline those fields are left out; backoffLimit defaults to 0") {
+  auto r = render_fixed(train_project());
+  const auto& spec = object_of(r, "Job")["spec"];
+  CHECK_FALSE(spec.contains("ttlSecondsAfterFinished"));
+  CHECK_FALSE(spec.contains("activeDeadlineSeconds"));
+  CHECK(spec["backoffLimit"] == 0);
+}
+
+TEST_CASE("render: the pod failure policy ignores peer-stopped pods (75) and disruptions") {
+  auto r = render_fixed(train_project());
+  const auto& rules = object_of(r, "Job")["spec"]["podFailurePolicy"]["rules"];
+  REQUIRE(rules.size() == 2);
+  CHECK(rules[0]["action"] == "Ignore");
+  CHECK(rules[0]["onExitCodes"] ==
+        ordered_json({{"containerName", "train"}, {"operator", "In"}, {"values", {75}}}));
+  CHECK(rules[1]["action"] == "Ignore");
+  CHECK(rules[1]["onPodConditions"] == ordered_json::array({{{"type", "DisruptionTarget"}}}));
+}
+
+TEST_CASE("render: every object and pod carries ktrain's labels and the project's") {
+  auto p = train_project();
+  p.labels = {{"team", "vision"}, {"ktrain.dev/run", "ignored"}};
+  p.scheduling.gang = "volcano";
+  auto r = render_fixed(p);
+  REQUIRE(r.objects.size() == 3);
+  for (const auto& o : r.objects) {
+    const auto& l = o["metadata"]["labels"];
+    CHECK(l["app.kubernetes.io/name"] == "demo");
+    CHECK(l["app.kubernetes.io/managed-by"] == "ktrain");
+    CHECK(l["ktrain.dev/run"] == "demo-abcde");
+    CHECK(l["team"] == "vision");
+    CHECK_FALSE(l.contains("ktrain.dev/sweep"));
+  }
+  const auto& pod_labels = object_of(r, "Job")["spec"]["template"]["metadata"]["labels"];
+  CHECK(pod_labels["ktrain.dev/run"] == "demo-abcde");
+  CHECK(pod_labels["team"] == "vision");
+}
+
+TEST_CASE("render: the namespace is set when the project gives one, else left out") {
+  auto p = train_project();
+  auto r = render_fixed(p);
+  for (const auto& o : r.objects) CHECK_FALSE(o["metadata"].contains("namespace"));
+  p.namespace_ = "ml-team-a";
+  r = render_fixed(p);
+  for (const auto& o : r.objects) CHECK(o["metadata"]["namespace"] == "ml-team-a");
+}
+
+TEST_CASE("render: gpuType and nodeSelector become the pod's nodeSelector") {
+  auto p = train_project();
+  p.train->gpus = 8;
+  p.train->gpu_type = "NVIDIA-H100-80GB-HBM3";
+  p.scheduling.node_selector = {{"topology.kubernetes.io/zone", "us-east-1a"}};
+  p.scheduling.priority = "high";
+  p.scheduling.runtime_class = "nvidia";
+  p.image.pull_secrets = {"regcred"};
+  auto r = render_fixed(p);
+  const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
+  CHECK(pod["nodeSelector"] == ordered_json({{"topology.kubernetes.io/zone", "us-east-1a"},
+                                             {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}));
+  CHECK(pod["priorityClassName"] == "high");
+  CHECK(pod["runtimeClassName"] == "nvidia");
+  CHECK(pod["imagePullSecrets"] == ordered_json::array({{{"name", "regcred"}}}));
+}
+
+TEST_CASE("render: a queue puts Kueue's queue-name label on the Job only") {
+  auto p = train_project();
+  p.scheduling.queue = "team-a";
+  p.scheduling.gang = "kueue";
+  auto r = render_fixed(p);
+  const auto& job = object_of(r, "Job");
+  CHECK(job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a");
+  CHECK_FALSE(job["spec"]["template"]["metadata"]["labels"].contains("kueue.x-k8s.io/queue-name"));
+  CHECK_FALSE(object_of(r, "Service")["metadata"]["labels"].contains("kueue.x-k8s.io/queue-name"));
+  CHECK_FALSE(job["spec"].contains("suspend"));  // Kueue's webhook suspends the Job itself
+  CHECK(count_of(r, "PodGroup") == 0);
+  CHECK(r.warnings.empty());
+}
+
+TEST_CASE("render: gang kueue without a queue is a warning") {
+  auto p = train_project();
+  p.scheduling.gang = "kueue";
+  auto r = render_fixed(p);
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].find("scheduling.queue") != std::string::npos);
+}
+
+TEST_CASE("render: gang volcano adds a PodGroup of all nodes and points the pods at it") {
+  auto p = train_project();
+  p.train->nodes = 4;
+  p.train->gpus = 8;
+  p.train->cpu = "500m";
+  p.train->memory = "64Gi";
+  p.scheduling.gang = "volcano";
+  p.scheduling.queue = "research";
+  p.scheduling.priority = "high";
+  auto r = render_fixed(p);
+  REQUIRE(r.objects.size() == 3);
+  CHECK(r.objects[0]["kind"] == "PodGroup");
+  const auto& pg = r.objects[0];
+  CHECK(pg["apiVersion"] == "scheduling.volcano.sh/v1beta1");
+  CHECK(pg["metadata"]["name"] == "demo-abcde");
+  CHECK(pg["spec"]["minMember"] == 4);
+  CHECK(pg["spec"]["minResources"] ==
+        ordered_json({{"cpu", "2000m"}, {"memory", "256Gi"}, {"nvidia.com/gpu", "32"}}));
+  CHECK(pg["spec"]["queue"] == "research");
+  CHECK(pg["spec"]["priorityClassName"] == "high");
+  const auto& job = object_of(r, "Job");
+  CHECK(job["spec"]["template"]["spec"]["schedulerName"] == "volcano");
+  CHECK(job["spec"]["template"]["metadata"]["annotations"]["scheduling.k8s.io/group-name"] ==
+        "demo-abcde");
+  CHECK_FALSE(job["metadata"]["labels"].contains("kueue.x-k8s.io/queue-name"));
+}
+
+TEST_CASE("render: without volcano the pods use the default scheduler and no annotations") {
+  auto r = render_fixed(train_project());
+  const auto& tmpl = object_of(r, "Job")["spec"]["template"];
+  CHECK_FALSE(tmpl["spec"].contains("schedulerName"));
+  CHECK_FALSE(tmpl["metadata"].contains("annotations"));
+}
+
+TEST_CASE("render: multiply_quantity keeps suffixes and decimals") {
+  CHECK(multiply_quantity("500m", 4) == "2000m");
+  CHECK(multiply_quantity("1.5", 3) == "4.5");
+  CHECK(multiply_quantity("0.25", 4) == "1");
+  CHECK(multiply_quantity("64Gi", 4) == "256Gi");
+  CHECK(multiply_quantity("8", 1) == "8");
+  CHECK(multiply_quantity("1e3", 2) == "2e3");
+  CHECK(multiply_quantity(".5", 3) == "1.5");
+  CHECK_THROWS_AS(multiply_quantity("16GB", 2), Error);
+  CHECK_THROWS_AS(multiply_quantity("", 2), Error);
+}
