@@ -60,7 +60,7 @@ ref=$("$B/ktrain" build -v -f "$proj/ktrain.yaml" 2> "$work/err") || { cat "$wor
 [[ $ref =~ ^$REGISTRY/team/hello@sha256:[0-9a-f]{64}$ ]] || fail "reference '$ref'"
 if grep -q "s3cret-pw\|$auth" "$work/err"; then fail "-v printed the secret"; fi
 grep -q "^I PUT http://$REGISTRY/v2/team/hello/manifests/sha256:" "$work/err" || fail "-v log lines missing"
-skopeo inspect --tls-verify=false --creds 'alice:s3cret-pw' "docker://$ref" > /dev/null || fail "skopeo cannot read the image"
+skopeo inspect --no-tags --tls-verify=false --creds 'alice:s3cret-pw' "docker://$ref" > /dev/null || fail "skopeo cannot read the image"
 
 # A credential helper (credHelpers) gives the credentials.
 mkdir -p "$work/bin"

@@ -38,7 +38,7 @@ image:
   build:
     base: $2
     repository: $REGISTRY/team/hello
-$3
+${3:-}
 train:
   command: [sh, -c, 'echo hi']
 YAML

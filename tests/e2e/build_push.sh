@@ -54,9 +54,9 @@ echo "first build: $ref, $first bytes uploaded"
 
 # Read back with skopeo.
 direct=${ref/$PROXY/$REGISTRY}
-skopeo inspect --tls-verify=false "docker://$direct" > "$work/inspect.json"
-skopeo inspect --tls-verify=false --config "docker://$direct" > "$work/config.json"
-skopeo inspect --tls-verify=false --raw "docker://$direct" > "$work/manifest.json"
+skopeo inspect --no-tags --tls-verify=false "docker://$direct" > "$work/inspect.json"
+skopeo inspect --no-tags --tls-verify=false --config "docker://$direct" > "$work/config.json"
+skopeo inspect --no-tags --tls-verify=false --raw "docker://$direct" > "$work/manifest.json"
 python3 - "$work" <<'PY'
 import json, sys
 w = sys.argv[1]
@@ -115,7 +115,7 @@ before=$(count)
 ref3=$("$B/ktrain" build -f "$proj/ktrain.yaml" 2> "$work/err3")
 [ "$ref3" != "$ref" ] || fail "a changed file kept the digest"
 delta=$(( $(count) - before ))
-skopeo inspect --tls-verify=false --raw "docker://${ref3/$PROXY/$REGISTRY}" > "$work/manifest3.json"
+skopeo inspect --no-tags --tls-verify=false --raw "docker://${ref3/$PROXY/$REGISTRY}" > "$work/manifest3.json"
 expect=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["layers"][-1]["size"] + m["config"]["size"])' "$work/manifest3.json")
 [ "$delta" = "$expect" ] || fail "a one-file change uploaded $delta bytes, expected $expect (workspace layer + config)"
 echo "one file changed: $delta bytes uploaded (workspace layer + config)"
