@@ -210,7 +210,10 @@ ordered_json train_env(const project::Project& p, const std::string& run,
   env.push_back(env_value("KTRAIN_NNODES", std::to_string(t.nodes)));
   env.push_back(env_field("JOB_COMPLETION_INDEX",
                           "metadata.annotations['batch.kubernetes.io/job-completion-index']"));
-  env.push_back(env_value("KTRAIN_NPROC_PER_NODE", t.gpus > 0 ? "auto" : "1"));
+  const std::string nproc = t.processes_per_node > 0 ? std::to_string(t.processes_per_node)
+                            : t.gpus > 0             ? "auto"
+                                                     : "1";
+  env.push_back(env_value("KTRAIN_NPROC_PER_NODE", nproc));
   env.push_back(env_value("KTRAIN_GPUS", std::to_string(t.gpus)));
   env.push_back(env_value("KTRAIN_MASTER_ADDR", run + "-0." + run));
   env.push_back(env_value("KTRAIN_RDZV_PORT", std::to_string(kRdzvPort)));

@@ -213,6 +213,14 @@ TEST_CASE("render: the rank and the pod IP come from the downward API, the secre
   CHECK(env_of(c, "KTRAIN_NPROC_PER_NODE")["value"] == "1");
 }
 
+TEST_CASE("render: processesPerNode sets KTRAIN_NPROC_PER_NODE instead of auto") {
+  auto p = train_project();
+  p.train->gpus = 8;
+  p.train->processes_per_node = 2;
+  auto r = render_fixed(p);
+  CHECK(env_of(container_of(object_of(r, "Job")), "KTRAIN_NPROC_PER_NODE")["value"] == "2");
+}
+
 TEST_CASE("render: envFrom references secrets and configMaps in file order") {
   auto p = train_project();
   p.train->env_from = {{project::EnvFrom::Kind::kSecret, "wandb"},
