@@ -5,6 +5,7 @@
 #include "cmd/build.h"
 #include "cmd/command.h"
 #include "cmd/init.h"
+#include "cmd/render.h"
 #include "cmd/validate.h"
 #include "cmd/version.h"
 
@@ -19,6 +20,7 @@ const std::vector<Adder>& all_commands() {
   static const std::vector<Adder> adders = {
       add_init_command,
       add_validate_command,
+      add_render_command,
       add_build_command,
       add_version_command,
   };

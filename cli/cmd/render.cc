@@ -1,0 +1,54 @@
+#include "cmd/render.h"
+
+#include <memory>
+#include <ostream>
+
+#include "base/error.h"
+#include "render/render.h"
+
+namespace ktrain::cmd {
+
+void RenderCommandOptions::complete(const Env& env) {
+  output = env.global.output.empty() ? "yaml" : env.global.output;
+}
+
+void RenderCommandOptions::validate() const {
+  if (output != "yaml" && output != "json") {
+    throw UsageError("-o " + output + ": render prints yaml or json");
+  }
+}
+
+int RenderCommandOptions::run(Env& env) const {
+  const project::Project p = project.load(env);
+  render::RenderOptions ro;
+  ro.run_id = run_id;
+  ro.strict = strict;
+  ro.templates_dir = templates_dir;
+  ro.fs = env.fs;
+  const render::Rendered r = render::render_project(p, ro);
+  for (const auto& w : r.warnings) env.warn(w);
+  *env.out << (output == "json" ? render::to_json(r.objects) : render::to_yaml(r.objects));
+  env.out->flush();
+  return exit_code::kOk;
+}
+
+void add_render_command(CLI::App& app, Env& env, CommandResult& result) {
+  auto opts = std::make_shared<RenderCommandOptions>();
+  auto* sub = app.add_subcommand(
+      "render", "Print the Kubernetes objects of the project (-o yaml, the default, or -o json)");
+  opts->project.add_to(*sub);
+  sub->add_flag("--strict", opts->strict,
+                "Treat warnings (an image without a pinned tag, ...) as errors");
+  sub->add_option("--templates", opts->templates_dir,
+                  "Use the skeletons in DIR (same file names as templates/) instead of the "
+                  "built-in ones");
+  sub->add_option("--run-id", opts->run_id,
+                  "The run id in names (<name>-<id>); default: stable, derived from the project");
+  sub->callback([opts, &env, &result] {
+    opts->complete(env);
+    opts->validate();
+    result.status = opts->run(env);
+  });
+}
+
+}  // namespace ktrain::cmd

@@ -1,0 +1,30 @@
+#pragma once
+// `ktrain render`: prints the Kubernetes objects that the project file stands for.
+
+#include <string>
+
+#include "cmd/command.h"
+#include "cmd/project_flags.h"
+
+namespace ktrain::cmd {
+
+/// The flags and resolved state of `ktrain render`.
+struct RenderCommandOptions {
+  ProjectFlags project;
+  bool strict = false;        ///< warnings (e.g. an unpinned image) are errors
+  std::string templates_dir;  ///< --templates DIR: skeletons to use instead of the embedded ones
+  std::string run_id;         ///< --run-id ID; "" = a stable id derived from the project
+  std::string output;         ///< "yaml" or "json" (from the global -o)
+
+  /// Fills defaults from the global flags (-o).
+  void complete(const Env& env);
+  /// Throws UsageError for an output format render cannot print.
+  void validate() const;
+  /// Renders and prints on env.out; warnings go to env.err. Returns the exit status.
+  int run(Env& env) const;
+};
+
+/// Registers `ktrain render`.
+void add_render_command(CLI::App& app, Env& env, CommandResult& result);
+
+}  // namespace ktrain::cmd
