@@ -155,6 +155,16 @@ bool parse_tree(const std::string& text, Value& root, std::vector<TreeProblem>& 
     Origin o = origin_of(e.mark);
     std::string msg = e.msg;
     if (!msg.empty()) msg[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(msg[0])));
+    // yaml-cpp's message for a tab used as indentation is obscure; say what is wrong.
+    std::size_t start = 0;
+    for (int line = 1; line < o.line && start != std::string::npos; ++line)
+      start = text.find('\n', start) == std::string::npos ? std::string::npos
+                                                          : text.find('\n', start) + 1;
+    if (start != std::string::npos) {
+      std::size_t end = text.find_first_not_of(" \t", start);
+      if (text.find('\t', start) < (end == std::string::npos ? text.size() : end))
+        msg += " (a tab indents this line; YAML needs spaces)";
+    }
     problems.push_back({o, "", "invalid YAML: " + msg});
     return false;
   }
