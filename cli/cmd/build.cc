@@ -223,10 +223,21 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
     std::error_code ec;
     fs::create_directories(stage, ec);
     const std::string linked = stage + "/ktrain-launch";
-    if (!fs::exists(linked, ec) || !fs::equivalent(linked, launcher, ec)) {
+    // A hard link keeps the inode and time, so the layer cache sees an unchanged file;
+    // across file systems a copy with the original's time does the same.
+    const bool same = fs::exists(linked, ec) &&
+                      (fs::equivalent(linked, launcher, ec) ||
+                       (fs::file_size(linked, ec) == fs::file_size(launcher, ec) &&
+                        fs::last_write_time(linked, ec) == fs::last_write_time(launcher, ec)));
+    if (!same) {
       fs::remove(linked, ec);
+      ec.clear();
       fs::create_hard_link(launcher, linked, ec);
-      if (ec) fs::copy_file(launcher, linked, fs::copy_options::overwrite_existing, ec);
+      if (ec) {
+        ec.clear();
+        fs::copy_file(launcher, linked, fs::copy_options::overwrite_existing, ec);
+        if (!ec) fs::last_write_time(linked, fs::last_write_time(launcher, ec), ec);
+      }
       if (ec) throw Error("cannot stage ktrain-launch in '" + stage + "': " + ec.message());
       fs::permissions(linked, fs::perms(0755), ec);
     }

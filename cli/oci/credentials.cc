@@ -134,6 +134,10 @@ HelperRunner real_helper_runner(const Env& env) {
     if (pid == 0) {
       ::dup2(in_pipe[0], 0);
       ::dup2(out_pipe[1], 1);
+      // Helpers' complaints ("not a git repository", "credentials not found") stay
+      // out of ktrain's output; the exit status says enough.
+      int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (devnull >= 0) ::dup2(devnull, 2);
       std::vector<char*> args;
       for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);

@@ -436,7 +436,7 @@ void RegistryClient::upload_blob(
         net::Response pr = send(patch, repo, true);
         if (pr.status != 202) {
           if (attempt < 2 && (pr.failure != net::TransportFailure::kNone || pr.status == 404 ||
-                              pr.status == 416)) {
+                              pr.status == 400 || pr.status == 416)) {
             ok = false;
             break;
           }
@@ -457,7 +457,10 @@ void RegistryClient::upload_blob(
       uploaded_ += size;
       return;
     }
-    if (attempt < 2 && (pr.failure != net::TransportFailure::kNone || pr.status == 404)) continue;
+    if (attempt < 2 &&
+        (pr.failure != net::TransportFailure::kNone || pr.status == 404 || pr.status == 400)) {
+      continue;
+    }
     fail(doing, put, pr, repo);
   }
 }
