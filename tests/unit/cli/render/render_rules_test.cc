@@ -257,8 +257,8 @@ TEST_CASE("render --templates: a template that is not YAML names the file and li
   RenderOptions o;
   o.templates_dir = "/tpl";
   o.fs = &fs;
-  CHECK_THROWS_WITH_AS(render_fixed(train_project(), o), doctest::Contains("/tpl/service-headless.yaml:"),
-                       Error);
+  CHECK_THROWS_WITH_AS(render_fixed(train_project(), o),
+                       doctest::Contains("/tpl/service-headless.yaml:"), Error);
 }
 
 TEST_CASE("render: every embedded template is a Kubernetes object skeleton") {
