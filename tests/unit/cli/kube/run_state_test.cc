@@ -75,32 +75,21 @@ TEST_CASE("run state: job summary: name, nodes, GPUs per node, age, state") {
 }
 
 TEST_CASE("run state: one row per rank from the newest pod; missing ranks are NotCreated") {
+  json running = json::parse(R"({"phase": "Running", "containerStatuses": [
+      {"name": "train", "restartCount": 2, "state": {"running": {}}}]})");
   std::vector<json> pods = {
       pod("r-0-old", 0, {{"phase", "Failed"}}, "2027-01-15T07:00:01Z"),
-      pod("r-0-new", 0,
-          {
-  {"phase", "Running"}, {
-    "containerStatuses", {
-      {
-        {"name", "train"}, {"restartCount", 2}, {
-          "state", {
-            { "running", json::object() }
-          }
-        }
-      }
-    }
-  }}},
-          "2027-01-15T07:05:00Z"),
+      pod("r-0-new", 0, running, "2027-01-15T07:05:00Z"),
   };
-auto st = ktrain::kube::describe_run(job("r", {{"active", 1}}, 3), pods, {});
-REQUIRE(st.ranks.size() == 3);
-CHECK(st.ranks[0].pod == "r-0-new");
-CHECK(st.ranks[0].phase == "Running");
-CHECK(st.ranks[0].node == "node-0");
-CHECK(st.ranks[0].restarts == 2);
-CHECK(st.ranks[1].reason == "NotCreated");
-CHECK(st.ranks[2].phase == "Pending");
-CHECK(st.explanations.empty());
+  auto st = ktrain::kube::describe_run(job("r", {{"active", 1}}, 3), pods, {});
+  REQUIRE(st.ranks.size() == 3);
+  CHECK(st.ranks[0].pod == "r-0-new");
+  CHECK(st.ranks[0].phase == "Running");
+  CHECK(st.ranks[0].node == "node-0");
+  CHECK(st.ranks[0].restarts == 2);
+  CHECK(st.ranks[1].reason == "NotCreated");
+  CHECK(st.ranks[2].phase == "Pending");
+  CHECK(st.explanations.empty());
 }
 
 TEST_CASE("run state: unschedulable pods are explained with the scheduler's message") {
