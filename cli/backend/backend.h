@@ -51,6 +51,7 @@ struct RunStatus {
   std::vector<RankStatus> ranks;
   /// Why the run is pending or failing, in plain words (from conditions and events).
   std::vector<std::string> explanations;
+  int first_failed = -1;  ///< index of the rank that failed first; -1 when none failed
   std::optional<std::chrono::system_clock::time_point> started;
   std::optional<std::chrono::system_clock::time_point> finished;
 };
@@ -70,7 +71,8 @@ struct SubmitResult {
 /// Options of `ktrain logs`.
 struct LogOptions {
   bool follow = false;
-  std::optional<int> rank;
+  std::optional<int> rank;  ///< only this global worker rank (lines "[rank N] ...")
+  std::optional<int> node;  ///< only this node (pod index)
   std::optional<std::chrono::system_clock::time_point> since;
   std::optional<int> tail;
   bool timestamps = false;
@@ -80,7 +82,7 @@ struct LogOptions {
 
 /// One line of a run's log.
 struct LogLine {
-  int rank = 0;
+  int rank = 0;  ///< the node (pod index) the line came from
   std::string text;  ///< without the trailing newline
   std::string timestamp;  ///< RFC 3339 with nanoseconds, when known
 };

@@ -1,0 +1,395 @@
+#include "backend/local_backend.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <openssl/rand.h>
+
+#include "backend/local_run.h"
+#include "backend/run_id.h"
+#include "base/error.h"
+#include "base/timefmt.h"
+#include "project/sweep.h"
+
+namespace ktrain::backend {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Whether `pid` runs (a zombie, which nobody may reap in a container, does not).
+bool process_alive(int pid) {
+  if (pid <= 0 || (::kill(pid, 0) != 0 && errno != EPERM)) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const auto close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+}
+
+std::string make_secret() {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) throw Error("cannot make a rendezvous secret");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (unsigned char b : bytes) {
+    s += kHex[b >> 4];
+    s += kHex[b & 15];
+  }
+  return s;
+}
+
+void write_private_file(const std::string& path, const std::string& content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw Error("cannot write '" + path + "': " + std::strerror(errno));
+  const bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+  ::close(fd);
+  if (!ok) throw Error("cannot write '" + path + "'");
+}
+
+/// Starts `ktrain __keeper DIR` in its own session, detached from this process
+/// (double fork, so it is nobody's zombie), output to DIR/keeper.log, and waits
+/// until the keeper says on fd 3 that the nodes have started.
+void spawn_keeper(const std::string& ktrain, const std::string& dir) {
+  int ready[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) {
+    throw Error(std::string("cannot start the run: ") + std::strerror(errno));
+  }
+  const pid_t child = ::fork();
+  if (child < 0) throw Error(std::string("cannot start the run: ") + std::strerror(errno));
+  if (child == 0) {
+    ::setsid();
+    const pid_t grandchild = ::fork();
+    if (grandchild != 0) ::_exit(grandchild < 0 ? 1 : 0);
+    const int log = ::open((dir + "/keeper.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    if (log >= 0) {
+      ::dup2(log, STDOUT_FILENO);
+      ::dup2(log, STDERR_FILENO);
+    }
+    ::dup2(ready[1], 3);
+    const char* argv[] = {ktrain.c_str(), "__keeper", dir.c_str(), nullptr};
+    ::execv(argv[0], const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  ::close(ready[1]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  char byte = 0;
+  ssize_t n;
+  while ((n = ::read(ready[0], &byte, 1)) < 0 && errno == EINTR) {
+  }
+  ::close(ready[0]);
+  if (n != 1) {
+    std::ifstream log(dir + "/keeper.log");
+    std::string last, line;
+    while (std::getline(log, line)) last = line;
+    throw Error("the local run did not start" + (last.empty() ? std::string() : ": " + last));
+  }
+}
+
+RunSummary summary_of(const LocalRun& run) {
+  RunSummary s;
+  s.name = run.name;
+  s.state = run.state;
+  s.nodes = run.nodes;
+  s.gpus = run.gpus;
+  if (auto t = parse_rfc3339(run.created)) s.created = *t;
+  return s;
+}
+
+/// A run whose keeper vanished without finishing is reported as failed.
+void settle_orphaned(LocalRun& run) {
+  if ((run.state == RunState::kRunning || run.state == RunState::kPending) &&
+      !process_alive(run.keeper_pid)) {
+    run.state = RunState::kFailed;
+    if (run.reason.empty()) run.reason = "the local run's keeper process is gone";
+  }
+}
+
+/// One line of node-<i>.log: "<time> <text>".
+struct NodeLine {
+  std::string timestamp;
+  std::string text;
+};
+
+NodeLine split_node_line(const std::string& raw) {
+  const auto sp = raw.find(' ');
+  if (sp == std::string::npos) return {"", raw};
+  return {raw.substr(0, sp), raw.substr(sp + 1)};
+}
+
+/// Whether a launcher line belongs to global rank `rank` ("[rank N] ...").
+bool line_has_rank(const std::string& text, int rank) {
+  const std::string prefix = "[rank " + std::to_string(rank) + "]";
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+}  // namespace
+
+LocalPrograms find_local_programs(const Env& env) {
+  LocalPrograms p;
+  std::error_code ec;
+  const auto self = fs::read_symlink("/proc/self/exe", ec);
+  p.ktrain = ec ? "ktrain" : self.string();
+  if (auto l = env.var("KTRAIN_LAUNCH_PATH"); l && !l->empty()) {
+    p.launcher = *l;
+  } else {
+    p.launcher = (self.parent_path() / "ktrain-launch").string();
+  }
+  if (!fs::exists(p.launcher, ec)) {
+    throw Error("cannot find ktrain-launch at '" + p.launcher +
+                "': install it beside ktrain, or set KTRAIN_LAUNCH_PATH");
+  }
+  return p;
+}
+
+LocalBackend::LocalBackend(Env& env, LocalPrograms programs)
+    : env_(env), programs_(std::move(programs)), root_(local_runs_root(env)) {}
+
+std::string LocalBackend::run_dir(const std::string& run) const { return root_ + "/" + run; }
+
+bool LocalBackend::has_run(const std::string& run) const {
+  std::error_code ec;
+  return !run.empty() && run.find('/') == std::string::npos &&
+         fs::exists(run_dir(run) + "/run.json", ec);
+}
+
+SubmitResult LocalBackend::submit(const project::Project& project, const SubmitOptions& opts) {
+  if (!project.train) throw UsageError("the project has no `train` section: nothing to run");
+  const auto& train = *project.train;
+  std::error_code ec;
+  fs::create_directories(root_, ec);
+  if (ec) throw Error("cannot create '" + root_ + "': " + ec.message());
+
+  const std::string base = project.name + "-" + (opts.run_id.empty() ? random_run_id() : opts.run_id);
+  SubmitResult result;
+  for (const auto& point : project::sweep_points(train)) {
+    LocalRun run;
+    run.name = project::sweep_run_name(base, point);
+    run.project = project.name;
+    run.directory = project.directory;
+    run.launcher = programs_.launcher;
+    run.command = project::substitute_params(train.command, point.params);
+    run.env = train.env;
+    for (const auto& [k, v] : point.params) run.env.emplace_back(project::param_env_name(k), v);
+    run.framework = train.framework;
+    run.preflight = train.gpus > 0 ? train.preflight : "off";
+    run.nodes = train.nodes;
+    run.gpus = train.gpus;
+    run.nproc = train.processes_per_node > 0 ? train.processes_per_node
+                                             : (train.gpus > 0 ? train.gpus : 1);
+    run.created = format_rfc3339_nanos(env_.clock->now());
+    const std::string dir = run_dir(run.name);
+    if (!fs::create_directory(dir, ec)) {
+      throw Error("cannot create the run folder '" + dir + "': " +
+                  (ec ? ec.message() : "a run with this name exists already"));
+    }
+    write_private_file(dir + "/secret", make_secret() + "\n");
+    write_local_run(dir, run);
+    spawn_keeper(programs_.ktrain, dir);
+    result.runs.push_back(run.name);
+    result.objects.push_back("localrun/" + run.name);
+  }
+  return result;
+}
+
+std::vector<RunSummary> LocalBackend::list(bool /*all_namespaces*/) {
+  std::vector<RunSummary> runs;
+  std::error_code ec;
+  if (!fs::is_directory(root_, ec)) return runs;
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+    if (!fs::exists(entry.path() / "run.json", ec)) continue;
+    try {
+      LocalRun run = read_local_run(entry.path().string());
+      settle_orphaned(run);
+      runs.push_back(summary_of(run));
+    } catch (const Error& e) {
+      env_.warn(e.what());
+    }
+  }
+  std::sort(runs.begin(), runs.end(), [](const RunSummary& a, const RunSummary& b) {
+    return a.created != b.created ? a.created > b.created : a.name < b.name;
+  });
+  return runs;
+}
+
+RunStatus LocalBackend::status(const std::string& name) {
+  if (!has_run(name)) throw Error("run \"" + name + "\" not found among local runs");
+  LocalRun run = read_local_run(run_dir(name));
+  settle_orphaned(run);
+  RunStatus st;
+  st.summary = summary_of(run);
+  char host[256] = "localhost";
+  ::gethostname(host, sizeof host - 1);
+  for (int i = 0; i < run.nodes; ++i) {
+    RankStatus r;
+    r.index = i;
+    r.pod = "node-" + std::to_string(i);
+    r.node = host;
+    if (static_cast<size_t>(i) < run.node_status.size()) {
+      const auto& n = run.node_status[static_cast<size_t>(i)];
+      if (n.exit_code) {
+        r.exit_code = n.exit_code;
+        r.phase = *n.exit_code == 0 ? "Succeeded" : "Failed";
+        if (*n.exit_code != 0) r.reason = "Error";
+      } else if (n.signal) {
+        r.exit_code = 128 + *n.signal;
+        r.phase = "Failed";
+        r.reason = "Killed";
+      } else {
+        r.phase = run.state == RunState::kFailed ? "Failed" : "Running";
+      }
+      r.message = n.cause;
+      if (auto t = parse_rfc3339(n.started); t && (!st.started || *t < *st.started)) st.started = t;
+      if (auto t = parse_rfc3339(n.finished); t && (!st.finished || *t > *st.finished)) {
+        st.finished = t;
+      }
+    } else {
+      r.phase = "Pending";
+    }
+    st.ranks.push_back(std::move(r));
+  }
+  if (run.state == RunState::kSucceeded) st.conditions.push_back("Complete");
+  if (run.state == RunState::kFailed) {
+    st.first_failed = run.first_failed;
+    st.conditions.push_back("Failed");
+    if (!run.reason.empty()) st.explanations.push_back(run.reason);
+  }
+  if (run.state != RunState::kSucceeded && run.state != RunState::kFailed) st.finished.reset();
+  return st;
+}
+
+void LocalBackend::logs(const std::string& name, const LogOptions& opts, const LogSink& sink) {
+  if (!has_run(name)) throw Error("run \"" + name + "\" not found among local runs");
+  const std::string dir = run_dir(name);
+  LocalRun run = read_local_run(dir);
+  if (opts.previous) throw UsageError("--previous: local runs are never restarted");
+
+  std::vector<int> nodes;
+  if (opts.rank) {
+    const int world = run.nodes * run.nproc;
+    if (*opts.rank < 0 || *opts.rank >= world) {
+      throw UsageError("--rank " + std::to_string(*opts.rank) + ": run \"" + name + "\" has ranks 0.." +
+                       std::to_string(world - 1));
+    }
+    nodes.push_back(*opts.rank / run.nproc);
+  } else if (opts.node) {
+    if (*opts.node < 0 || *opts.node >= run.nodes) {
+      throw UsageError("--node " + std::to_string(*opts.node) + ": run \"" + name + "\" has nodes 0.." +
+                       std::to_string(run.nodes - 1));
+    }
+    nodes.push_back(*opts.node);
+  } else {
+    for (int i = 0; i < run.nodes; ++i) nodes.push_back(i);
+  }
+  const std::string since = opts.since ? format_rfc3339_nanos(*opts.since) : std::string();
+  auto keep = [&](const NodeLine& l) {
+    if (!since.empty() && l.timestamp < since) return false;
+    return !opts.rank || line_has_rank(l.text, *opts.rank);
+  };
+
+  // What is there now, merged across nodes in time order (tail applies per node).
+  struct Reader {
+    int node;
+    std::ifstream in;
+    std::string partial;
+  };
+  std::vector<Reader> readers;
+  std::vector<std::pair<NodeLine, int>> backlog;
+  for (int node : nodes) {
+    Reader r{node, std::ifstream(dir + "/node-" + std::to_string(node) + ".log"), ""};
+    std::deque<NodeLine> lines;
+    std::string raw;
+    while (r.in.good() && r.in.peek() != EOF && std::getline(r.in, raw)) {
+      if (r.in.eof()) {  // no newline yet: the keeper is mid-line
+        r.partial = raw;
+        break;
+      }
+      NodeLine l = split_node_line(raw);
+      if (!keep(l)) continue;
+      lines.push_back(std::move(l));
+      if (opts.tail && static_cast<int>(lines.size()) > *opts.tail) lines.pop_front();
+    }
+    r.in.clear();
+    for (auto& l : lines) backlog.emplace_back(std::move(l), node);
+    readers.push_back(std::move(r));
+  }
+  std::stable_sort(backlog.begin(), backlog.end(), [](const auto& a, const auto& b) {
+    return a.first.timestamp < b.first.timestamp;
+  });
+  for (const auto& [l, node] : backlog) {
+    if (!sink(LogLine{node, l.text, l.timestamp})) return;
+  }
+  if (!opts.follow) return;
+
+  // Follow: read what the keeper appends until the run has ended and all is read.
+  for (;;) {
+    bool finished = false;
+    try {
+      LocalRun now = read_local_run(dir);
+      settle_orphaned(now);
+      finished = now.state == RunState::kSucceeded || now.state == RunState::kFailed;
+    } catch (const Error&) {
+      throw Error("run \"" + name + "\" was deleted while its logs were followed");
+    }
+    bool got = false;
+    for (auto& r : readers) {
+      if (!r.in.is_open()) r.in.open(dir + "/node-" + std::to_string(r.node) + ".log");
+      std::string chunk;
+      while (std::getline(r.in, chunk)) {
+        if (r.in.eof()) {
+          r.partial += chunk;
+          break;
+        }
+        NodeLine l = split_node_line(r.partial + chunk);
+        r.partial.clear();
+        got = true;
+        if (keep(l) && !sink(LogLine{r.node, l.text, l.timestamp})) return;
+      }
+      r.in.clear();
+    }
+    if (finished && !got) return;
+    if (!got) env_.clock->sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+void LocalBackend::remove(const std::string& name) {
+  if (!has_run(name)) throw Error("run \"" + name + "\" not found among local runs");
+  const std::string dir = run_dir(name);
+  LocalRun run = read_local_run(dir);
+  if (process_alive(run.keeper_pid) &&
+      (run.state == RunState::kRunning || run.state == RunState::kPending)) {
+    ::kill(run.keeper_pid, SIGTERM);
+    // The keeper stops the nodes (SIGTERM, then SIGKILL after its grace) and exits.
+    const auto deadline = env_.clock->steady_now() + std::chrono::seconds(30);
+    bool stopped = false;
+    while (!stopped && env_.clock->steady_now() < deadline) {
+      const RunState s = read_local_run(dir).state;
+      stopped = !process_alive(run.keeper_pid) || s == RunState::kFailed ||
+                s == RunState::kSucceeded;
+      if (!stopped) env_.clock->sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!stopped) {
+      throw Error("run \"" + name + "\" did not stop within 30s; its keeper is process " +
+                  std::to_string(run.keeper_pid));
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (ec) throw Error("cannot remove '" + dir + "': " + ec.message());
+}
+
+}  // namespace ktrain::backend

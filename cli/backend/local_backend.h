@@ -1,0 +1,45 @@
+#pragma once
+// LocalBackend: runs a project's nodes as ktrain-launch processes on this machine
+// (rank 0 on 127.0.0.1, free ports), detached, under a keeper process that keeps
+// the run's state (local_run.h). The embedded default when there is no cluster.
+
+#include <string>
+
+#include "backend/backend.h"
+#include "base/env.h"
+
+namespace ktrain::backend {
+
+/// Where LocalBackend finds its programs.
+struct LocalPrograms {
+  std::string ktrain;    ///< this program (the keeper runs as `ktrain __keeper DIR`)
+  std::string launcher;  ///< ktrain-launch
+};
+
+/// The programs beside the running ktrain binary ($KTRAIN_LAUNCH_PATH overrides the
+/// launcher); throws Error when ktrain-launch cannot be found.
+LocalPrograms find_local_programs(const Env& env);
+
+/// Runs jobs on this machine.
+class LocalBackend : public Backend {
+ public:
+  LocalBackend(Env& env, LocalPrograms programs);
+
+  SubmitResult submit(const project::Project& project, const SubmitOptions& opts) override;
+  std::vector<RunSummary> list(bool all_namespaces) override;
+  RunStatus status(const std::string& run) override;
+  void logs(const std::string& run, const LogOptions& opts, const LogSink& sink) override;
+  void remove(const std::string& run) override;
+
+  /// Whether a local run with this name exists.
+  bool has_run(const std::string& run) const;
+
+ private:
+  std::string run_dir(const std::string& run) const;
+
+  Env& env_;
+  LocalPrograms programs_;
+  std::string root_;
+};
+
+}  // namespace ktrain::backend

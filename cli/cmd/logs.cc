@@ -1,0 +1,85 @@
+#include "cmd/logs.h"
+
+#include <memory>
+#include <ostream>
+
+#include "base/duration.h"
+#include "base/error.h"
+#include "base/timefmt.h"
+#include "cmd/run_common.h"
+
+namespace ktrain::cmd {
+
+namespace {
+
+struct LogsOptions {
+  TargetFlags target;
+  std::string run;
+  bool follow = false;
+  int rank = -1;
+  int node = -1;
+  std::string since;
+  int tail = -1;
+  bool timestamps = false;
+  bool previous = false;
+  std::string container;
+
+  backend::LogOptions resolved;
+
+  void validate(const Env& env) {
+    resolved.follow = follow;
+    resolved.timestamps = timestamps;
+    resolved.previous = previous;
+    resolved.container = container;
+    if (rank < -1) throw UsageError("--rank " + std::to_string(rank) + ": expected a rank >= 0");
+    if (node < -1) throw UsageError("--node " + std::to_string(node) + ": expected a node >= 0");
+    if (rank >= 0 && node >= 0) throw UsageError("--rank and --node cannot be used together");
+    if (rank >= 0) resolved.rank = rank;
+    if (node >= 0) resolved.node = node;
+    if (tail < -1) throw UsageError("--tail " + std::to_string(tail) + ": expected -1 (all) or more");
+    if (tail >= 0) resolved.tail = tail;
+    if (!since.empty()) {
+      if (auto t = parse_rfc3339(since)) {
+        resolved.since = *t;
+      } else if (auto s = parse_duration_seconds(since)) {
+        resolved.since = env.clock->now() - std::chrono::seconds(*s);
+      } else {
+        throw UsageError("--since " + since +
+                         ": expected a duration like 10m or a time like 2026-01-31T12:00:00Z");
+      }
+    }
+  }
+
+  int run_logs(Env& env) const {
+    auto be = open_backend(env, target, run);
+    be->logs(run, resolved, [&](const backend::LogLine& l) {
+      print_log_line(env, l, timestamps);
+      return static_cast<bool>(*env.out);
+    });
+    env.out->flush();
+    return exit_code::kOk;
+  }
+};
+
+}  // namespace
+
+void add_logs_command(CLI::App& app, Env& env, CommandResult& result) {
+  auto opts = std::make_shared<LogsOptions>();
+  auto* sub = app.add_subcommand("logs", "Print every rank's log, each line prefixed with its rank");
+  sub->add_option("RUN", opts->run, "The run's name")->required();
+  opts->target.add_to(*sub);
+  sub->add_flag("-f,--follow", opts->follow, "Keep printing until the run ends");
+  sub->add_option("--rank", opts->rank, "Only this worker rank");
+  sub->add_option("--node", opts->node, "Only this node (pod index)");
+  sub->add_option("--since", opts->since, "Only lines newer than a duration (10m) or a time (RFC 3339)");
+  sub->add_option("--tail", opts->tail, "Only the last N lines of each node (-1: all)");
+  sub->add_flag("--timestamps", opts->timestamps, "Put each line's time in front");
+  sub->add_flag("--previous", opts->previous, "The previous attempt's log of a restarted rank");
+  sub->add_option("--container", opts->container, "The container (default: the training container)");
+  sub->callback([opts, &env, &result] {
+    opts->validate(env);
+    result.status = opts->run_logs(env);
+  });
+}
+
+}  // namespace ktrain::cmd

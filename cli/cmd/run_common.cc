@@ -1,0 +1,204 @@
+#include "cmd/run_common.h"
+
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "backend/local_backend.h"
+#include "base/duration.h"
+#include "base/error.h"
+#include "base/timefmt.h"
+
+namespace ktrain::cmd {
+
+using backend::RunState;
+
+void TargetFlags::add_to(CLI::App& app) {
+  app.add_flag("--local", local, "Use this machine instead of a cluster");
+}
+
+namespace {
+
+bool cluster_configured(const Env& env) {
+  if (!env.global.kubeconfig.empty()) return true;
+  if (auto k = env.var("KUBECONFIG"); k && !k->empty()) return true;
+  if (env.var("KUBERNETES_SERVICE_HOST")) return true;
+  if (auto h = env.var("HOME"); h && env.fs->exists(*h + "/.kube/config")) return true;
+  return false;
+}
+
+std::unique_ptr<backend::Backend> open_local(Env& env) {
+  return std::make_unique<backend::LocalBackend>(env, backend::find_local_programs(env));
+}
+
+bool terminal(RunState s) { return s == RunState::kSucceeded || s == RunState::kFailed; }
+
+}  // namespace
+
+std::unique_ptr<backend::Backend> open_backend(Env& env, const TargetFlags& target,
+                                               const std::string& run) {
+  if (target.local) return open_local(env);
+  if (!run.empty()) {
+    backend::LocalBackend local(env, backend::LocalPrograms{});
+    if (local.has_run(run)) return open_local(env);
+  }
+  if (!cluster_configured(env)) return open_local(env);
+  throw Error(
+      "talking to a cluster is not available in this build of ktrain; use --local to run on "
+      "this machine",
+      exit_code::kUnreachable);
+}
+
+void print_log_line(Env& env, const backend::LogLine& line, bool timestamps,
+                    const std::string& run_prefix) {
+  static constexpr const char* kColors[] = {"\033[36m", "\033[33m", "\033[35m", "\033[32m",
+                                            "\033[34m", "\033[91m", "\033[96m", "\033[93m"};
+  std::string prefix, text = line.text;
+  int colour_key = line.rank;
+  if (text.rfind("[rank ", 0) == 0) {
+    const auto close = text.find(']');
+    if (close != std::string::npos) {
+      prefix = text.substr(0, close + 1);
+      text = text.substr(close + 1);
+      colour_key = std::atoi(prefix.c_str() + 6);
+    }
+  }
+  if (prefix.empty()) {
+    prefix = "[node " + std::to_string(line.rank) + "]";
+    if (!text.empty()) text = " " + text;
+  }
+  std::string out;
+  if (timestamps && !line.timestamp.empty()) out += line.timestamp + " ";
+  out += run_prefix;
+  if (env.out_is_terminal && env.color()) {
+    out += std::string(kColors[static_cast<size_t>(colour_key) % 8]) + prefix + "\033[0m";
+  } else {
+    out += prefix;
+  }
+  out += text;
+  out += '\n';
+  *env.out << out;
+}
+
+std::chrono::seconds parse_timeout_flag(const std::string& flag, const std::string& value) {
+  auto s = parse_duration_seconds(value);
+  if (!s || *s <= 0) {
+    throw UsageError(flag + " " + value + ": expected a duration like 90s, 10m or 2h");
+  }
+  return std::chrono::seconds(*s);
+}
+
+namespace {
+
+void explain_failure(Env& env, backend::Backend& backend, const backend::RunStatus& st) {
+  const int failed = st.first_failed >= 0 ? st.first_failed : [&] {
+    for (const auto& r : st.ranks) {
+      if (r.phase == "Failed") return r.index;
+    }
+    return -1;
+  }();
+  std::string why = st.explanations.empty() ? "" : st.explanations.front();
+  if (failed < 0) {
+    *env.err << "ktrain: run " << st.summary.name << " failed" << (why.empty() ? "" : ": " + why)
+             << "\n";
+    return;
+  }
+  const auto& r = st.ranks.at(static_cast<size_t>(failed));
+  std::string detail = "pod " + r.pod;
+  if (r.exit_code) detail += ", exit code " + std::to_string(*r.exit_code);
+  if (!r.reason.empty()) detail += ", " + r.reason;
+  *env.err << "ktrain: run " << st.summary.name << " failed: node " << failed << " failed first ("
+           << detail << ")" << (r.message.empty() ? "" : ": " + r.message) << "\n";
+  backend::LogOptions opts;
+  opts.node = failed;
+  opts.tail = 20;
+  std::vector<backend::LogLine> lines;
+  try {
+    backend.logs(st.summary.name, opts, [&](const backend::LogLine& l) {
+      lines.push_back(l);
+      return true;
+    });
+  } catch (const Error& e) {
+    *env.err << "ktrain: (its log cannot be read: " << e.what() << ")\n";
+    return;
+  }
+  *env.err << "ktrain: last " << lines.size() << " lines of node " << failed << ":\n";
+  for (const auto& l : lines) *env.err << "  " << l.text << "\n";
+}
+
+}  // namespace
+
+int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::string>& runs,
+                  std::optional<std::chrono::seconds> timeout, bool follow) {
+  const auto start = env.clock->steady_now();
+  auto timed_out = [&] { return timeout && env.clock->steady_now() - start >= *timeout; };
+  int status = exit_code::kOk;
+  for (const auto& run : runs) {
+    if (follow) {
+      backend::LogOptions opts;
+      opts.follow = true;
+      const std::string run_prefix = runs.size() > 1 ? run + " " : "";
+      backend.logs(run, opts, [&](const backend::LogLine& l) {
+        print_log_line(env, l, false, run_prefix);
+        return !timed_out();
+      });
+      env.out->flush();
+    }
+    backend::RunStatus st = backend.status(run);
+    while (!terminal(st.summary.state)) {
+      if (timed_out()) {
+        *env.err << "ktrain: error: timed out after " << format_duration(timeout->count())
+                 << " waiting for run " << run << " (" << to_string(st.summary.state) << ")\n";
+        return exit_code::kTimeout;
+      }
+      env.clock->sleep_for(std::chrono::milliseconds(200));
+      st = backend.status(run);
+    }
+    if (st.summary.state == RunState::kFailed) {
+      explain_failure(env, backend, st);
+      status = exit_code::kFailed;
+    } else if (!env.global.quiet) {
+      *env.err << "ktrain: run " << run << " succeeded\n";
+    }
+  }
+  return status;
+}
+
+nlohmann::ordered_json to_json(const backend::RunSummary& s,
+                               std::chrono::system_clock::time_point now) {
+  nlohmann::ordered_json j;
+  j["name"] = s.name;
+  if (!s.namespace_.empty()) j["namespace"] = s.namespace_;
+  j["state"] = backend::to_string(s.state);
+  j["nodes"] = s.nodes;
+  j["gpusPerNode"] = s.gpus;
+  j["created"] = format_rfc3339(s.created);
+  j["age"] = format_age(now - s.created);
+  return j;
+}
+
+nlohmann::ordered_json to_json(const backend::RunStatus& s,
+                               std::chrono::system_clock::time_point now) {
+  nlohmann::ordered_json j = to_json(s.summary, now);
+  j["conditions"] = s.conditions;
+  j["explanations"] = s.explanations;
+  if (s.started) j["started"] = format_rfc3339(*s.started);
+  if (s.finished) j["finished"] = format_rfc3339(*s.finished);
+  j["firstFailedRank"] = s.first_failed >= 0 ? nlohmann::ordered_json(s.first_failed) : nullptr;
+  auto& ranks = j["ranks"] = nlohmann::ordered_json::array();
+  for (const auto& r : s.ranks) {
+    nlohmann::ordered_json rj;
+    rj["index"] = r.index;
+    rj["pod"] = r.pod;
+    rj["phase"] = r.phase;
+    rj["node"] = r.node;
+    rj["restarts"] = r.restarts;
+    rj["exitCode"] = r.exit_code ? nlohmann::ordered_json(*r.exit_code) : nullptr;
+    rj["reason"] = r.reason;
+    rj["message"] = r.message;
+    ranks.push_back(std::move(rj));
+  }
+  return j;
+}
+
+}  // namespace ktrain::cmd

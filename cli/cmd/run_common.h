@@ -1,0 +1,49 @@
+#pragma once
+// What the run verbs (submit, list, status, logs, delete) share: choosing the
+// backend, printing log lines, and waiting for runs to end.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "cmd/command.h"
+
+namespace ktrain::cmd {
+
+/// --local: run on this machine instead of a cluster.
+struct TargetFlags {
+  bool local = false;
+  /// Adds --local to `app`.
+  void add_to(CLI::App& app);
+};
+
+/// The backend for a verb: local with --local, or when no cluster is configured
+/// (no kubeconfig and not inside a pod), or when `run` names a local run; else the
+/// cluster.
+std::unique_ptr<backend::Backend> open_backend(Env& env, const TargetFlags& target,
+                                               const std::string& run = "");
+
+/// Prints one log line: the launcher's "[rank N] ..." lines as they are, its own
+/// lines prefixed "[node I] "; with the time in front when `timestamps`; the prefix
+/// coloured per rank when env.color().
+void print_log_line(Env& env, const backend::LogLine& line, bool timestamps,
+                    const std::string& run_prefix = "");
+
+/// Waits until every run in `runs` has ended (optionally following their logs),
+/// then returns 0 when all succeeded and 1 when one failed, after printing which
+/// rank failed first, why, and the last lines of its log. Returns 124 when
+/// `timeout` passes first.
+int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::string>& runs,
+                  std::optional<std::chrono::seconds> timeout, bool follow);
+
+/// Parses a --timeout value ("90s", "10m", "2h"); throws UsageError.
+std::chrono::seconds parse_timeout_flag(const std::string& flag, const std::string& value);
+
+/// JSON of a run summary / status, with stable field names for scripts.
+nlohmann::ordered_json to_json(const backend::RunSummary& s, std::chrono::system_clock::time_point now);
+nlohmann::ordered_json to_json(const backend::RunStatus& s, std::chrono::system_clock::time_point now);
+
+}  // namespace ktrain::cmd

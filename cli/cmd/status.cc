@@ -1,0 +1,74 @@
+#include "cmd/status.h"
+
+#include <memory>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/timefmt.h"
+#include "cmd/run_common.h"
+
+namespace ktrain::cmd {
+
+namespace {
+
+struct StatusOptions {
+  TargetFlags target;
+  std::string run;
+
+  int run_status(Env& env) const {
+    const std::string& o = env.global.output;
+    if (!o.empty() && o != "table" && o != "wide" && o != "json") {
+      throw UsageError("-o " + o + ": status prints table, wide or json");
+    }
+    auto be = open_backend(env, target, run);
+    const backend::RunStatus st = be->status(run);
+    const auto now = env.clock->now();
+    if (o == "json") {
+      *env.out << to_json(st, now).dump(2) << "\n";
+      return exit_code::kOk;
+    }
+    const auto& s = st.summary;
+    std::string conditions;
+    for (const auto& c : st.conditions) conditions += (conditions.empty() ? "" : ", ") + c;
+    *env.out << fmt::format("Run:        {}\n", s.name);
+    if (!s.namespace_.empty()) *env.out << fmt::format("Namespace:  {}\n", s.namespace_);
+    *env.out << fmt::format("State:      {}\n", backend::to_string(s.state));
+    *env.out << fmt::format("Nodes:      {} x {} GPUs\n", s.nodes, s.gpus);
+    *env.out << fmt::format("Age:        {}\n", format_age(now - s.created));
+    if (st.started && st.finished) {
+      *env.out << fmt::format("Duration:   {}\n", format_age(*st.finished - *st.started));
+    }
+    if (!conditions.empty()) *env.out << fmt::format("Conditions: {}\n", conditions);
+    for (const auto& e : st.explanations) *env.out << fmt::format("Why:        {}\n", e);
+    size_t pod_w = 3, node_w = 4;
+    for (const auto& r : st.ranks) {
+      pod_w = std::max(pod_w, r.pod.size());
+      node_w = std::max(node_w, r.node.size());
+    }
+    *env.out << "\n"
+             << fmt::format("{:<5} {:<{}}  {:<10} {:<{}}  {:>8}  {:>4}  {}\n", "RANK", "POD", pod_w,
+                            "PHASE", "NODE", node_w, "RESTARTS", "EXIT", "REASON");
+    for (const auto& r : st.ranks) {
+      std::string reason = r.reason;
+      if (!r.message.empty()) reason += (reason.empty() ? "" : ": ") + r.message;
+      *env.out << fmt::format("{:<5} {:<{}}  {:<10} {:<{}}  {:>8}  {:>4}  {}\n", r.index, r.pod,
+                              pod_w, r.phase, r.node, node_w, r.restarts,
+                              r.exit_code ? std::to_string(*r.exit_code) : "-", reason);
+    }
+    return exit_code::kOk;
+  }
+};
+
+}  // namespace
+
+void add_status_command(CLI::App& app, Env& env, CommandResult& result) {
+  auto opts = std::make_shared<StatusOptions>();
+  auto* sub = app.add_subcommand("status", "Show a run: state, one row per rank, why it waits or failed");
+  sub->add_option("RUN", opts->run, "The run's name (from submit or list)")->required();
+  opts->target.add_to(*sub);
+  sub->callback([opts, &env, &result] { result.status = opts->run_status(env); });
+}
+
+}  // namespace ktrain::cmd

@@ -1,0 +1,79 @@
+#include "cmd/submit.h"
+
+#include <memory>
+#include <ostream>
+
+#include "backend/run_id.h"
+#include "base/error.h"
+#include "cmd/project_flags.h"
+#include "cmd/run_common.h"
+
+namespace ktrain::cmd {
+
+namespace {
+
+struct SubmitOptions {
+  ProjectFlags project_flags;
+  TargetFlags target;
+  std::string run_id;
+  bool wait = false;
+  bool follow = false;
+  std::string timeout;
+
+  std::optional<std::chrono::seconds> timeout_s;
+
+  void validate() {
+    if (!run_id.empty() && !backend::is_valid_run_id(run_id)) {
+      throw UsageError("--run-id " + run_id + ": expected 1 to 12 characters of a-z and 0-9");
+    }
+    if (!timeout.empty()) {
+      if (!wait && !follow) throw UsageError("--timeout needs --wait or --follow");
+      timeout_s = parse_timeout_flag("--timeout", timeout);
+    }
+    const auto& o = output_format;
+    if (!o.empty() && o != "name" && o != "json") {
+      throw UsageError("-o " + o + ": submit prints name or json");
+    }
+  }
+
+  int run(Env& env) {
+    const project::Project project = project_flags.load(env);
+    auto be = open_backend(env, target);
+    backend::SubmitOptions opts;
+    opts.run_id = run_id;
+    const backend::SubmitResult r = be->submit(project, opts);
+    if (output_format == "json") {
+      nlohmann::ordered_json j;
+      j["runs"] = r.runs;
+      j["objects"] = r.objects;
+      *env.out << j.dump(2) << "\n";
+    } else {
+      for (const auto& name : r.runs) *env.out << name << "\n";
+    }
+    env.out->flush();
+    if (!wait && !follow) return exit_code::kOk;
+    return wait_for_runs(env, *be, r.runs, timeout_s, follow);
+  }
+
+  std::string output_format;
+};
+
+}  // namespace
+
+void add_submit_command(CLI::App& app, Env& env, CommandResult& result) {
+  auto opts = std::make_shared<SubmitOptions>();
+  auto* sub = app.add_subcommand("submit", "Start the project's training job; print the run name");
+  opts->project_flags.add_to(*sub);
+  opts->target.add_to(*sub);
+  sub->add_option("--run-id", opts->run_id, "Use this run id instead of a random one");
+  sub->add_flag("--wait", opts->wait, "Wait for the job to end; exit 0 when it succeeded, 1 when it failed");
+  sub->add_flag("--follow", opts->follow, "Print every rank's log until the job ends (implies --wait)");
+  sub->add_option("--timeout", opts->timeout, "With --wait/--follow: give up after this long (exit 124)");
+  sub->callback([opts, &env, &result] {
+    opts->output_format = env.global.output;
+    opts->validate();
+    result.status = opts->run(env);
+  });
+}
+
+}  // namespace ktrain::cmd

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The local backend, verb by verb: submit --wait/--follow (success, failure, timeout),
+# list, status (table and json), logs (--rank, --node, --tail, --timestamps), delete
+# of a running run, and the usage errors.
+set -euo pipefail
+: "${KTRAIN_BUILD:?set KTRAIN_BUILD to the build folder}"
+ktrain="$KTRAIN_BUILD/ktrain"
+work=$(mktemp -d)
+export XDG_STATE_HOME="$work/state"
+export HOME="$work/home"   # no ~/.kube/config: the local backend is the default
+unset KUBECONFIG KUBERNETES_SERVICE_HOST
+mkdir -p "$HOME"
+trap 'for r in $("$ktrain" list -o name 2>/dev/null); do "$ktrain" delete "$r" >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
+
+fail() { echo "FAIL: $*"; exit 1; }
+expect_status() {  # expect_status WANT CMD...: runs CMD, checks its exit status
+  local want=$1; shift
+  set +e; "$@" >"$work/out" 2>"$work/err"; local got=$?; set -e
+  [ "$got" = "$want" ] || { cat "$work/out" "$work/err"; fail "$* exited $got, expected $want"; }
+}
+
+mkdir "$work/proj" && cd "$work/proj"
+cat >work.py <<'PY'
+import os, sys, time
+rank = int(os.environ["RANK"])
+mode = os.environ.get("MODE", "ok")
+for i in range(3):
+    print(f"line {i} of rank {rank} world {os.environ['WORLD_SIZE']}", flush=True)
+if mode == "fail" and rank == 3:
+    print("rank 3 gives up", flush=True)
+    sys.exit(3)
+if mode == "sleep":
+    time.sleep(600)
+PY
+cat >ktrain.yaml <<'YAML'
+name: job
+image: registry.example.com/job:1.0
+train:
+  command: [python3, work.py]
+  nodes: 2
+  processesPerNode: 2
+YAML
+
+# Success: --wait exits 0; the run name is the only thing on stdout.
+expect_status 0 "$ktrain" submit --wait --run-id ok1
+[ "$(cat "$work/out")" = "job-ok1" ] || fail "submit printed: $(cat "$work/out")"
+grep -q "run job-ok1 succeeded" "$work/err" || fail "no success line: $(cat "$work/err")"
+
+# logs: every rank's lines, each prefixed with its rank, none lost or doubled.
+expect_status 0 "$ktrain" logs job-ok1
+for r in 0 1 2 3; do
+  for i in 0 1 2; do
+    n=$(grep -cx "\[rank $r\] line $i of rank $r world 4" "$work/out" || true)
+    [ "$n" = 1 ] || fail "rank $r line $i printed $n times: $(cat "$work/out")"
+  done
+done
+expect_status 0 "$ktrain" logs job-ok1 --rank 2
+[ "$(grep -c '^\[rank 2\] line' "$work/out")" = 3 ] || fail "--rank 2: $(cat "$work/out")"
+! grep -q '^\[rank [013]\]' "$work/out" || fail "--rank 2 printed other ranks: $(cat "$work/out")"
+expect_status 0 "$ktrain" logs job-ok1 --node 1 --tail 1
+[ "$(wc -l <"$work/out")" = 1 ] || fail "--tail 1 printed: $(cat "$work/out")"
+expect_status 0 "$ktrain" logs job-ok1 --rank 0 --timestamps
+grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{9}Z \[rank 0\] line 0' "$work/out" || fail "--timestamps: $(cat "$work/out")"
+
+# status: table and json.
+expect_status 0 "$ktrain" status job-ok1
+grep -q '^State: *Succeeded' "$work/out" || fail "status: $(cat "$work/out")"
+grep -Eq '^1 +node-1 +Succeeded' "$work/out" || fail "status rows: $(cat "$work/out")"
+expect_status 0 "$ktrain" status job-ok1 -o json
+python3 -c '
+import json,sys
+s=json.load(open(sys.argv[1]))
+assert s["name"]=="job-ok1" and s["state"]=="Succeeded" and s["nodes"]==2, s
+assert [r["exitCode"] for r in s["ranks"]]==[0,0], s
+' "$work/out" || fail "status -o json: $(cat "$work/out")"
+
+# Failure: --follow prints the logs, exits 1, and names the rank that failed first
+# with the last lines of its log.
+expect_status 1 "$ktrain" submit --follow --run-id bad1 --set train.env.MODE=fail
+grep -q "^\[rank 3\] rank 3 gives up" "$work/out" || fail "follow output: $(cat "$work/out")"
+grep -q "run job-bad1 failed: node 1 failed first" "$work/err" || fail "failure summary: $(cat "$work/err")"
+grep -q "rank 3 exited 3" "$work/err" || fail "failure cause: $(cat "$work/err")"
+grep -q "^  \[rank 3\] rank 3 gives up" "$work/err" || fail "failure log tail: $(cat "$work/err")"
+expect_status 0 "$ktrain" status job-bad1 -o json
+python3 -c '
+import json,sys
+s=json.load(open(sys.argv[1]))
+assert s["state"]=="Failed" and s["firstFailedRank"]==1, s
+' "$work/out" || fail "failed status json: $(cat "$work/out")"
+
+# Timeout: 124, and the run goes on until deleted.
+expect_status 124 "$ktrain" submit --wait --timeout 2s --run-id slow1 --set train.env.MODE=sleep
+grep -q "timed out after" "$work/err" || fail "timeout message: $(cat "$work/err")"
+expect_status 0 "$ktrain" list
+grep -Eq '^job-slow1 +Running +2 +0 ' "$work/out" || fail "list: $(cat "$work/out")"
+grep -Eq '^job-ok1 +Succeeded' "$work/out" || fail "list: $(cat "$work/out")"
+expect_status 0 "$ktrain" delete job-slow1
+[ "$(cat "$work/out")" = "deleted job-slow1" ] || fail "delete printed: $(cat "$work/out")"
+left=$(cd / && for p in /proc/[0-9]*; do
+  [ "${p#/proc/}" != $$ ] && [ "$(readlink "$p/cwd" 2>/dev/null)" = "$work/proj" ] && echo "${p#/proc/}"
+done || true)
+[ -z "$left" ] || fail "processes of the deleted run are still alive: $left"
+expect_status 1 "$ktrain" status job-slow1
+grep -q 'run "job-slow1" not found' "$work/err" || fail "status of a deleted run: $(cat "$work/err")"
+
+# Usage errors: exit 2, nothing on stdout.
+expect_status 2 "$ktrain" submit --run-id 'Bad_ID'
+[ ! -s "$work/out" ] || fail "usage error printed on stdout"
+expect_status 2 "$ktrain" submit --timeout 5m
+expect_status 2 "$ktrain" logs job-ok1 --rank 9
+grep -q "has ranks 0..3" "$work/err" || fail "--rank 9: $(cat "$work/err")"
+expect_status 2 "$ktrain" submit --wait --set train.nodes=0
+[ -z "$(ls "$XDG_STATE_HOME/ktrain/runs" | grep -v -e ok1 -e bad1)" ] || fail "an invalid submit left a run behind"
+echo "local backend: all checks passed"
