@@ -541,3 +541,16 @@ TEST_CASE("parse: ProjectError is a usage error whose message lists every proble
     CHECK(std::string(e.what()) == e.problems()[0].format() + "\n" + e.problems()[1].format());
   }
 }
+
+TEST_CASE("parse: every prefix of the complete example either parses or gives problems") {
+  const std::string full = kComplete;
+  for (std::size_t n = 0; n <= full.size(); n += 3) {
+    CAPTURE(n);
+    try {
+      parse(full.substr(0, n));
+    } catch (const ProjectError& e) {
+      CHECK_FALSE(e.problems().empty());
+      for (const auto& p : e.problems()) CHECK_FALSE(p.message.empty());
+    }
+  }
+}
