@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -79,6 +80,7 @@ class TestServer {
     server = "https://127.0.0.1:" + std::to_string(port);
   }
   ~TestServer() {
+    transport_.reset();  // close the admin connection first: the server waits for open ones
     if (pid_ > 0) {
       ::kill(pid_, SIGTERM);
       int st = 0;
@@ -97,7 +99,7 @@ class TestServer {
       r.body = body.dump();
       r.headers.emplace_back("Content-Type", "application/json");
     }
-    auto resp = transport_.perform(r);
+    auto resp = transport_->perform(r);
     REQUIRE(resp.status == 200);
     return json::parse(resp.body);
   }
@@ -108,7 +110,7 @@ class TestServer {
 
  private:
   pid_t pid_ = -1;
-  net::CurlTransport transport_;
+  std::unique_ptr<net::CurlTransport> transport_ = std::make_unique<net::CurlTransport>();
 };
 
 /// A real Env (real files and clock) whose kubeconfig comes only from what a test sets.
