@@ -1,11 +1,21 @@
+#include <memory>
 #include <ostream>
 #include <vector>
 
 #include "base/error.h"
+#include "backend/local_run.h"
 #include "cmd/build.h"
 #include "cmd/command.h"
+#include "cmd/completion.h"
+#include "cmd/delete.h"
 #include "cmd/init.h"
+#include "cmd/list.h"
+#include "cmd/logs.h"
+#include "cmd/status.h"
+#include "cmd/submit.h"
 #include "cmd/render.h"
+#include "cmd/scale.h"
+#include "cmd/serve.h"
 #include "cmd/validate.h"
 #include "cmd/version.h"
 
@@ -22,6 +32,14 @@ const std::vector<Adder>& all_commands() {
       add_validate_command,
       add_render_command,
       add_build_command,
+      add_submit_command,
+      add_list_command,
+      add_status_command,
+      add_logs_command,
+      add_delete_command,
+      add_serve_command,
+      add_scale_command,
+      add_completion_command,
       add_version_command,
   };
   return adders;
@@ -39,6 +57,15 @@ void add_global_flags(CLI::App& app, GlobalOptions& g) {
   app.add_flag("-q,--quiet", g.quiet, "Print only results and errors")->group("Global");
 }
 
+/// `ktrain __keeper DIR`: the hidden keeper of a local run (backend/local_run.h).
+void add_keeper_command(CLI::App& app, Env& /*env*/, CommandResult& result) {
+  auto dir = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("__keeper", "");
+  sub->group("");
+  sub->add_option("DIR", *dir)->required();
+  sub->callback([dir, &result] { result.status = backend::run_local_keeper(*dir); });
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, Env& env) {
@@ -50,6 +77,7 @@ int run_cli(int argc, const char* const* argv, Env& env) {
   add_global_flags(app, env.global);
   CommandResult result;
   for (auto add : all_commands()) add(app, env, result);
+  add_keeper_command(app, env, result);
   for (auto* sub : app.get_subcommands({})) sub->fallthrough();
 
   try {

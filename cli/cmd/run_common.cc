@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "backend/kube_backend.h"
 #include "backend/local_backend.h"
+#include "kube/connection.h"
 #include "base/duration.h"
 #include "base/error.h"
 #include "base/timefmt.h"
@@ -38,15 +40,12 @@ bool terminal(RunState s) { return s == RunState::kSucceeded || s == RunState::k
 std::unique_ptr<backend::Backend> open_backend(Env& env, const TargetFlags& target,
                                                const std::string& run) {
   if (target.local) return open_local(env);
-  if (!run.empty()) {
-    backend::LocalBackend local(env, backend::LocalPrograms{});
-    if (local.has_run(run)) return open_local(env);
+  if (!run.empty() && (env.var("XDG_STATE_HOME") || env.var("HOME")) &&
+      backend::LocalBackend(env, backend::LocalPrograms{}).has_run(run)) {
+    return open_local(env);
   }
   if (!cluster_configured(env)) return open_local(env);
-  throw Error(
-      "talking to a cluster is not available in this build of ktrain; use --local to run on "
-      "this machine",
-      exit_code::kUnreachable);
+  return std::make_unique<backend::KubeBackend>(std::make_unique<kube::Connection>(env), env);
 }
 
 void print_log_line(Env& env, const backend::LogLine& line, bool timestamps,

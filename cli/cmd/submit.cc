@@ -7,6 +7,8 @@
 #include "base/error.h"
 #include "cmd/project_flags.h"
 #include "cmd/run_common.h"
+#include "render/render.h"
+#include "render/yaml_json.h"
 
 namespace ktrain::cmd {
 
@@ -19,6 +21,7 @@ struct SubmitOptions {
   bool wait = false;
   bool follow = false;
   std::string timeout;
+  std::string dry_run;  ///< "", "client" or "server"
 
   std::optional<std::chrono::seconds> timeout_s;
 
@@ -30,17 +33,42 @@ struct SubmitOptions {
       if (!wait && !follow) throw UsageError("--timeout needs --wait or --follow");
       timeout_s = parse_timeout_flag("--timeout", timeout);
     }
+    if (!dry_run.empty() && dry_run != "client" && dry_run != "server" && dry_run != "none") {
+      throw UsageError("--dry-run=" + dry_run + ": expected client, server or none");
+    }
+    if (dry_run == "none") dry_run.clear();
+    if (!dry_run.empty() && (wait || follow)) {
+      throw UsageError("--dry-run cannot be combined with --wait or --follow");
+    }
+    if (dry_run == "server" && target.local) {
+      throw UsageError("--dry-run=server needs a cluster; --dry-run=client shows what would be sent");
+    }
     const auto& o = output_format;
-    if (!o.empty() && o != "name" && o != "json") {
+    if (!o.empty() && o != "name" && o != "json" && !(dry_run == "client" && o == "yaml")) {
       throw UsageError("-o " + o + ": submit prints name or json");
     }
   }
 
   int run(Env& env) {
     const project::Project project = project_flags.load(env);
+    if (dry_run == "client") {
+      // What would be sent, without contacting anything.
+      render::RenderOptions ro;
+      ro.run_id = run_id.empty() ? backend::random_run_id() : run_id;
+      const render::Rendered r = render::render_project(project, ro);
+      for (const auto& w : r.warnings) env.warn(w);
+      if (output_format == "json") {
+        nlohmann::ordered_json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", r.objects}};
+        *env.out << list.dump(2) << "\n";
+      } else {
+        *env.out << render::to_yaml(r.objects);
+      }
+      return exit_code::kOk;
+    }
     auto be = open_backend(env, target);
     backend::SubmitOptions opts;
     opts.run_id = run_id;
+    opts.dry_run_server = dry_run == "server";
     const backend::SubmitResult r = be->submit(project, opts);
     if (output_format == "json") {
       nlohmann::ordered_json j;
@@ -68,6 +96,10 @@ void add_submit_command(CLI::App& app, Env& env, CommandResult& result) {
   sub->add_option("--run-id", opts->run_id, "Use this run id instead of a random one");
   sub->add_flag("--wait", opts->wait, "Wait for the job to end; exit 0 when it succeeded, 1 when it failed");
   sub->add_flag("--follow", opts->follow, "Print every rank's log until the job ends (implies --wait)");
+  sub->add_option("--dry-run", opts->dry_run,
+                  "client: print what would be sent; server: have the API server check it")
+      ->expected(0, 1)
+      ->default_str("client");
   sub->add_option("--timeout", opts->timeout, "With --wait/--follow: give up after this long (exit 124)");
   sub->callback([opts, &env, &result] {
     opts->output_format = env.global.output;
