@@ -93,6 +93,8 @@ class Client {
   /// `transport` (usually retrying and logging decorators around CurlTransport), `env` and
   /// `runner` must outlive the client. Throws Error for credentials that cannot be used.
   Client(ClientConfig config, net::HttpTransport& transport, const Env& env, ProcessRunner& runner);
+  Client(const Client&) = delete;  ///< the credentials refer to this object's config
+  Client& operator=(const Client&) = delete;
 
   /// The resolved config (server, user, namespace).
   const ClientConfig& config() const { return config_; }
