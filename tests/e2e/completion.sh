@@ -35,13 +35,15 @@ expect_words() {  # expect_words "WANT" WORD...: COMPREPLY, sorted, is exactly W
 }
 expect_has() {  # expect_has WANT WORD...: COMPREPLY contains WANT
   local want=$1; shift
-  complete_words "$@" | grep -qx -- "$want" || fail "completing '$*': no '$want' in: $(complete_words "$@" | tr '\n' ' ')"
+  local got
+  got=$(complete_words "$@")
+  grep -qx -- "$want" <<<"$got" || fail "completing '$*': no '$want' in: $(tr '\n' ' ' <<<"$got")"
 }
 
 expect_words "submit" ktrain sub
 expect_has submit ktrain ""
 expect_has completion ktrain ""
-complete_words ktrain "" | grep -q keeper && fail "the hidden __keeper verb is offered"
+! grep -q keeper <<<"$(complete_words ktrain "")" || fail "the hidden __keeper verb is offered"
 expect_words "submit" ktrain su
 expect_words "scale serve status submit" ktrain s
 expect_has --follow ktrain submit --fo
