@@ -52,8 +52,12 @@ CHUNK = env_int(["HELLO_LENGTH"], 4)
 DEADLINE = time.monotonic() + TIMEOUT
 
 
+# Under ktrain-launch every line already carries "[rank N] "; by hand, say who speaks.
+PREFIX = "" if os.environ.get("KTRAIN_RANK") else f"[rank {RANK}/{WORLD}] "
+
+
 def log(message):
-    print(f"[rank {RANK}/{WORLD}] {message}", flush=True)
+    print(f"{PREFIX}{message}", flush=True)
 
 
 def fail(message):
