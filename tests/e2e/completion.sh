@@ -24,7 +24,7 @@ complete_words() {
     COMP_LINE="$*"
     COMP_POINT=${#COMP_LINE}
     _ktrain ktrain "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
-    printf "%s\n" "${COMPREPLY[@]}"
+    if (( ${#COMPREPLY[@]} )); then printf "%s\n" "${COMPREPLY[@]}"; fi
   ' complete "$work/ktrain.bash" "$@"
 }
 expect_words() {  # expect_words "WANT" WORD...: COMPREPLY, sorted, is exactly WANT
