@@ -133,6 +133,10 @@ if ! command -v runc > /dev/null; then
   echo "SKIP (runc sub-check): runc is not installed"
 elif ! "$root/opt/ktrain/bin/ktrain-launch" --help > /dev/null 2>&1; then
   echo "SKIP (runc sub-check): ktrain-launch is not functional yet"
+elif readelf -l "$root/opt/ktrain/bin/ktrain-launch" 2>/dev/null | grep -q INTERP; then
+  # The sanitizer build links the launcher dynamically (libasan); the busybox base
+  # image has no shared libraries for it.
+  echo "SKIP (runc sub-check): this ktrain-launch is dynamically linked (sanitizer build)"
 else
   python3 - "$work/bundle/config.json" <<'PY'
 import json, sys
