@@ -8,43 +8,6 @@ namespace ktrain::kube {
 
 namespace {
 
-const char* status_text(int status) {
-  switch (status) {
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 409:
-      return "Conflict";
-    case 410:
-      return "Gone";
-    case 413:
-      return "Request Entity Too Large";
-    case 415:
-      return "Unsupported Media Type";
-    case 422:
-      return "Unprocessable Entity";
-    case 429:
-      return "Too Many Requests";
-    case 500:
-      return "Internal Server Error";
-    case 502:
-      return "Bad Gateway";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    default:
-      return "";
-  }
-}
-
 std::string lower(std::string_view s) {
   std::string out(s);
   for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -162,7 +125,7 @@ ApiError status_error(const ClientConfig& config, const net::Request& req,
     }
   }
   const std::string head = req.method + " " + net::redact_url(req.url) + ": " +
-                           std::to_string(resp.status) + " " + status_text(resp.status);
+                           std::to_string(resp.status) + " " + net::reason_phrase(resp.status);
   std::string text;
   int exit_status = exit_code::kFailed;
   if (resp.status == 401) {

@@ -108,6 +108,9 @@ void throw_if_failed(const Response& resp, const std::string& url);
 /// "REDACTED".
 std::string redact_url(const std::string& url);
 
+/// The standard reason phrase of an HTTP status ("Too Many Requests"), "" when unknown.
+const char* reason_phrase(int status);
+
 /// A failure below HTTP, as an Error with exit status 3 (cannot reach the server).
 class TransportError : public Error {
  public:

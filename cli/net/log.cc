@@ -15,7 +15,7 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-const char* reason(int status) {
+const char* reason_text(int status) {
   switch (status) {
     case 200:
       return "OK";
@@ -86,7 +86,7 @@ void LoggingTransport::log_one(const Request& req, const Response& resp,
     line += " failed: " + describe_failure(resp, req.url);
   } else {
     line += " " + std::to_string(resp.status);
-    if (const char* r = reason(resp.status); *r) line += std::string(" ") + r;
+    if (const char* r = reason_phrase(resp.status); *r) line += std::string(" ") + r;
     if (resp.failure != TransportFailure::kNone)
       line += " (then " + describe_failure(resp, req.url) + ")";
   }
@@ -120,5 +120,7 @@ std::vector<Response> LoggingTransport::perform_all(const std::vector<Request>& 
   for (size_t i = 0; i < reqs.size(); ++i) log_one(reqs[i], out[i], took);
   return out;
 }
+
+const char* reason_phrase(int status) { return reason_text(status); }
 
 }  // namespace ktrain::net
