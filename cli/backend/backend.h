@@ -58,13 +58,13 @@ struct RunStatus {
 
 /// Options of `ktrain submit`.
 struct SubmitOptions {
-  std::string run_id;            ///< "" = a fresh random id
-  bool dry_run_server = false;   ///< cluster only: ask the server to validate without persisting
+  std::string run_id;           ///< "" = a fresh random id
+  bool dry_run_server = false;  ///< cluster only: ask the server to validate without persisting
 };
 
 /// What submit made.
 struct SubmitResult {
-  std::vector<std::string> runs;  ///< run names (several for a sweep)
+  std::vector<std::string> runs;     ///< run names (several for a sweep)
   std::vector<std::string> objects;  ///< "job.batch/NAME" etc., for -o name
 };
 
@@ -78,17 +78,33 @@ struct LogOptions {
   bool timestamps = false;
   bool previous = false;
   std::string container;
+  /// Polled while following (at least every 100 ms); true stops it (a --timeout).
+  std::function<bool()> cancelled;
+  /// Called while following whenever the lines received so far have gone to the sink
+  /// (after each chunk read from a stream), so that output can be flushed then rather
+  /// than after every line.
+  std::function<void()> flush;
 };
 
 /// One line of a run's log.
 struct LogLine {
-  int rank = 0;  ///< the node (pod index) the line came from
-  std::string text;  ///< without the trailing newline
+  int rank = 0;           ///< the node (pod index) the line came from
+  std::string text;       ///< without the trailing newline
   std::string timestamp;  ///< RFC 3339 with nanoseconds, when known
+  /// Not a line of the log but ktrain's word about it ("node 3 restarted, attempt 2
+  /// (pod ...)", "pod ... was deleted: its log ends here"); printed on stderr.
+  bool notice = false;
 };
 
 /// Where log lines go; returns false to stop. Called from one thread at a time.
 using LogSink = std::function<bool(const LogLine&)>;
+
+/// Called with a run's status; returns false to stop watching.
+using StatusCallback = std::function<bool(const RunStatus&)>;
+
+/// A string that changes exactly when something `ktrain status` shows changes (not
+/// the age), to redraw only then.
+std::string status_fingerprint(const RunStatus& s);
 
 /// Runs jobs somewhere. Abstract; the verbs hold a Backend&.
 class Backend {
@@ -104,6 +120,11 @@ class Backend {
   virtual void logs(const std::string& run, const LogOptions& opts, const LogSink& sink) = 0;
   /// Deletes everything the run created; stops it if running.
   virtual void remove(const std::string& run) = 0;
+  /// Calls `on_change` with the run's status now and whenever it changes, until the
+  /// run has ended (after the last call), `on_change` returns false, or `cancelled`
+  /// says stop.
+  virtual void watch_status(const std::string& run, const StatusCallback& on_change,
+                            const std::function<bool()>& cancelled) = 0;
 };
 
 }  // namespace ktrain::backend

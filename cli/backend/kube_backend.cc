@@ -4,15 +4,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "backend/kube_follow.h"
 #include "backend/run_id.h"
 #include "base/error.h"
+#include "base/timefmt.h"
 #include "kube/run_state.h"
-#include "kube/time.h"
+#include "kube/watch.h"
 #include "render/render.h"
 
 namespace ktrain::backend {
@@ -61,13 +65,12 @@ std::string name_of(const ordered_json& obj) {
   return md->value("name", "");
 }
 
-/// A run whose objects are not there (the Job is missing).
+}  // namespace
+
 Error run_not_found(const std::string& run, const std::string& ns) {
   return Error("run \"" + run + "\" not found in namespace \"" + ns +
                "\" (see 'ktrain list', or pass -n NAMESPACE)");
 }
-
-}  // namespace
 
 ordered_json rendezvous_secret(const std::string& run, const std::string& ns,
                                const ordered_json& labels, const std::string& token) {
@@ -243,12 +246,18 @@ RunStatus KubeBackend::status(const std::string& run) {
   auto job = client_.get_if_exists(kube::object_path(job_type, ns, run));
   if (!job) throw run_not_found(run, ns);
 
-  std::vector<json> pods, events;
+  std::vector<json> pods;
   kube::ListOptions lo;
   lo.label_selector = std::string(kube::kLabelRun) + "=" + run;
   lo.drop_keys = {"managedFields", "env", "envFrom", "volumeMounts", "volumes"};
   client_.list(kube::collection_path(kube::resource_type("v1", "Pod"), ns), lo,
                [&pods](json& p) { pods.push_back(std::move(p)); });
+  return describe(ns, run, *job, pods);
+}
+
+RunStatus KubeBackend::describe(const std::string& ns, const std::string& run, const json& job,
+                                const std::vector<json>& pods) {
+  std::vector<json> events;
   // Only the events about the Job and its pods are used; the field selector narrows the
   // list on servers that support it and describe_run filters again.
   std::set<std::string> names{run};
@@ -264,7 +273,7 @@ RunStatus KubeBackend::status(const std::string& run) {
                    }
                  });
   }
-  RunStatus st = kube::describe_run(*job, pods, events);
+  RunStatus st = kube::describe_run(job, pods, events);
 
   // The rank that failed first: the earliest finish among failed ranks, a peer's
   // "stopped because another rank failed" (exit 75) only when nothing else failed.
@@ -280,7 +289,7 @@ RunStatus KubeBackend::status(const std::string& run) {
         if (cs.contains("state") && cs["state"].contains("terminated")) {
           const auto& t = cs["state"]["terminated"];
           code = t.value("exitCode", -1);
-          when = kube::parse_time(t.value("finishedAt", ""));
+          when = parse_rfc3339(t.value("finishedAt", ""));
         }
       }
     }
@@ -298,6 +307,10 @@ RunStatus KubeBackend::status(const std::string& run) {
 
 void KubeBackend::logs(const std::string& run, const LogOptions& opts, const LogSink& sink) {
   const std::string ns = client_.default_namespace();
+  if (opts.follow && !opts.previous) {
+    follow_kube_logs(client_, env_, ns, run, opts, sink);
+    return;
+  }
   const auto pod_type = kube::resource_type("v1", "Pod");
   std::map<int, json> newest;  // the newest pod of each node index
   kube::ListOptions lo;
@@ -328,7 +341,7 @@ void KubeBackend::logs(const std::string& run, const LogOptions& opts, const Log
   kube::Query base{{"container", opts.container.empty() ? kube::kTrainContainer : opts.container},
                    {"timestamps", "true"}};
   if (opts.tail) base.emplace_back("tailLines", std::to_string(*opts.tail));
-  if (opts.since) base.emplace_back("sinceTime", kube::format_time(*opts.since));
+  if (opts.since) base.emplace_back("sinceTime", format_rfc3339(*opts.since));
   if (opts.previous) base.emplace_back("previous", "true");
   const std::string rank_prefix =
       opts.rank ? "[rank " + std::to_string(*opts.rank) + "]" : std::string();
@@ -355,7 +368,7 @@ void KubeBackend::logs(const std::string& run, const LogOptions& opts, const Log
     nodes.push_back(idx);
   }
 
-  if (!opts.follow) {
+  {
     std::vector<net::Request> reqs;
     for (int idx : nodes) {
       const auto& pod = newest[idx];
@@ -383,38 +396,6 @@ void KubeBackend::logs(const std::string& run, const LogOptions& opts, const Log
     }
     return;
   }
-
-  // Follow: every node's stream at once; lines reach the sink one at a time.
-  std::mutex sink_mu;
-  std::atomic<bool> stop{false};
-  std::vector<std::optional<Error>> errors(nodes.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    threads.emplace_back([&, i] {
-      const int idx = nodes[i];
-      const std::string pod = newest[idx]["metadata"].value("name", "");
-      kube::Query q = base;
-      q.emplace_back("follow", "true");
-      try {
-        client_.stream_lines(kube::object_path(pod_type, ns, pod, "log"), q,
-                             [&](std::string_view raw) {
-                               if (stop) return false;
-                               std::lock_guard<std::mutex> lock(sink_mu);
-                               if (!emit(idx, raw)) {
-                                 stop = true;
-                                 return false;
-                               }
-                               return true;
-                             });
-      } catch (const Error& e) {
-        errors[i] = e;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) throw *e;
-  }
 }
 
 void KubeBackend::remove(const std::string& run) {
@@ -441,6 +422,137 @@ void KubeBackend::remove(const std::string& run) {
     if (resps[i].failure == net::TransportFailure::kNone && resps[i].status == 404) continue;
     with_context("deleting run \"" + run + "\"", [&] { client_.check(deletes[i], resps[i]); });
   }
+}
+
+void KubeBackend::watch_status(const std::string& run, const StatusCallback& on_change,
+                               const std::function<bool()>& cancelled) {
+  const std::string ns = client_.default_namespace();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, json> pods;  // by uid
+  std::optional<json> job;
+  bool pods_listed = false, job_listed = false;
+  std::uint64_t version = 0;
+  std::atomic<bool> stop{false};
+  std::optional<Error> error;
+  auto stopped = [&stop] { return stop.load(); };
+  auto changed = [&] {
+    ++version;
+    cv.notify_all();
+  };
+  auto guard = [&](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lk(mu);
+      if (!error) error = e;
+      cv.notify_all();
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lk(mu);
+      if (!error) error = Error(std::string("watching the run: ") + e.what());
+      cv.notify_all();
+    }
+  };
+
+  kube::WatchOptions pod_watch;
+  pod_watch.label_selector = std::string(kube::kLabelRun) + "=" + run;
+  pod_watch.drop_keys = {"managedFields", "env", "envFrom", "volumeMounts", "volumes"};
+  pod_watch.cancelled = stopped;
+  kube::WatchHandlers pod_handlers;
+  pod_handlers.on_list = [&](std::vector<json>& items) {
+    std::lock_guard<std::mutex> lk(mu);
+    pods.clear();
+    for (auto& p : items) {
+      std::string uid = p["metadata"].value("uid", "");
+      pods[uid] = std::move(p);
+    }
+    pods_listed = true;
+    changed();
+  };
+  pod_handlers.on_event = [&](const std::string& type, json& p) {
+    std::lock_guard<std::mutex> lk(mu);
+    const std::string uid = p["metadata"].value("uid", "");
+    if (type == "DELETED") {
+      pods.erase(uid);
+    } else {
+      pods[uid] = std::move(p);
+    }
+    changed();
+  };
+  kube::WatchOptions job_watch;
+  job_watch.field_selector = "metadata.name=" + run;
+  job_watch.drop_keys = {"managedFields"};
+  job_watch.cancelled = stopped;
+  kube::WatchHandlers job_handlers;
+  job_handlers.on_list = [&](std::vector<json>& items) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (items.empty()) {
+      job.reset();
+    } else {
+      job = std::move(items.front());
+    }
+    job_listed = true;
+    changed();
+  };
+  job_handlers.on_event = [&](const std::string& type, json& j) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (type == "DELETED") {
+      job.reset();
+    } else {
+      job = std::move(j);
+    }
+    changed();
+  };
+
+  const std::string pods_path = kube::collection_path(kube::resource_type("v1", "Pod"), ns);
+  const std::string jobs_path = kube::collection_path(kube::resource_type("batch/v1", "Job"), ns);
+  std::thread pod_thread(
+      [&] { guard([&] { kube::list_watch(client_, env_, pods_path, pod_watch, pod_handlers); }); });
+  std::thread job_thread(
+      [&] { guard([&] { kube::list_watch(client_, env_, jobs_path, job_watch, job_handlers); }); });
+
+  bool seen_job = false;
+  std::optional<Error> outcome;
+  try {
+    std::uint64_t drawn = 0;
+    std::string last;
+    std::unique_lock<std::mutex> lk(mu);
+    while (true) {
+      cv.wait_for(lk, std::chrono::milliseconds(100));
+      if (cancelled && cancelled()) break;
+      if (error) break;
+      if (!pods_listed || !job_listed || version == drawn) continue;
+      drawn = version;
+      if (!job) {
+        if (seen_job) throw Error("run \"" + run + "\" was deleted");
+        throw run_not_found(run, ns);
+      }
+      seen_job = true;
+      const json job_now = *job;
+      std::vector<json> pods_now;
+      pods_now.reserve(pods.size());
+      for (const auto& [uid, p] : pods) pods_now.push_back(p);
+      lk.unlock();
+      RunStatus st = describe(ns, run, job_now, pods_now);
+      std::string fp = status_fingerprint(st);
+      const bool ended =
+          st.summary.state == RunState::kSucceeded || st.summary.state == RunState::kFailed;
+      if (fp != last) {
+        last = std::move(fp);
+        if (!on_change(st)) break;
+      }
+      if (ended) break;
+      lk.lock();
+    }
+  } catch (const Error& e) {
+    outcome = e;
+  }
+  stop = true;
+  cv.notify_all();
+  pod_thread.join();
+  job_thread.join();
+  if (outcome) throw *outcome;
+  if (error) throw *error;
 }
 
 }  // namespace ktrain::backend

@@ -41,6 +41,11 @@ class KubeBackend : public Backend {
   /// container states and events. Throws Error (exit 1) when there is no such run.
   RunStatus status(const std::string& run) override;
 
+  /// Watches the run's Job and pods (list, then watch; bookmarks; a relist on 410
+  /// Gone) and calls `on_change` whenever the status changes, until the run ends.
+  void watch_status(const std::string& run, const StatusCallback& on_change,
+                    const std::function<bool()>& cancelled) override;
+
   /// Each rank's current pod log (concurrently fetched, printed rank by rank); with
   /// follow, every rank's stream at once until they end.
   void logs(const std::string& run, const LogOptions& opts, const LogSink& sink) override;
@@ -63,6 +68,10 @@ class KubeBackend : public Backend {
   kube::Client& client() { return client_; }
 
  private:
+  /// The status from the Job and its pods, with the events about them (listed here).
+  RunStatus describe(const std::string& ns, const std::string& run, const nlohmann::json& job,
+                     const std::vector<nlohmann::json>& pods);
+
   std::unique_ptr<kube::Connection> connection_;
   kube::Client& client_;
   Env& env_;
@@ -73,6 +82,9 @@ class KubeBackend : public Backend {
 nlohmann::ordered_json rendezvous_secret(const std::string& run, const std::string& ns,
                                          const nlohmann::ordered_json& labels,
                                          const std::string& token);
+
+/// The error for a run whose Job is not there (exit 1).
+Error run_not_found(const std::string& run, const std::string& ns);
 
 /// 32 random bytes from OpenSSL as 64 hex digits.
 std::string random_token();

@@ -53,7 +53,8 @@ std::string make_secret() {
 void write_private_file(const std::string& path, const std::string& content) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) throw Error("cannot write '" + path + "': " + std::strerror(errno));
-  const bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+  const bool ok =
+      ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
   ::close(fd);
   if (!ok) throw Error("cannot write '" + path + "'");
 }
@@ -159,7 +160,9 @@ LocalPrograms find_local_programs(const Env& env) {
 LocalBackend::LocalBackend(Env& env, LocalPrograms programs)
     : env_(env), programs_(std::move(programs)), root_(local_runs_root(env)) {}
 
-std::string LocalBackend::run_dir(const std::string& run) const { return root_ + "/" + run; }
+std::string LocalBackend::run_dir(const std::string& run) const {
+  return root_ + "/" + run;
+}
 
 bool LocalBackend::has_run(const std::string& run) const {
   std::error_code ec;
@@ -174,7 +177,8 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
   fs::create_directories(root_, ec);
   if (ec) throw Error("cannot create '" + root_ + "': " + ec.message());
 
-  const std::string base = project.name + "-" + (opts.run_id.empty() ? random_run_id() : opts.run_id);
+  const std::string base =
+      project.name + "-" + (opts.run_id.empty() ? random_run_id() : opts.run_id);
   SubmitResult result;
   for (const auto& point : project::sweep_points(train)) {
     LocalRun run;
@@ -189,13 +193,13 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
     run.preflight = train.gpus > 0 ? train.preflight : "off";
     run.nodes = train.nodes;
     run.gpus = train.gpus;
-    run.nproc = train.processes_per_node > 0 ? train.processes_per_node
-                                             : (train.gpus > 0 ? train.gpus : 1);
+    run.nproc =
+        train.processes_per_node > 0 ? train.processes_per_node : (train.gpus > 0 ? train.gpus : 1);
     run.created = format_rfc3339_nanos(env_.clock->now());
     const std::string dir = run_dir(run.name);
     if (!fs::create_directory(dir, ec)) {
-      throw Error("cannot create the run folder '" + dir + "': " +
-                  (ec ? ec.message() : "a run with this name exists already"));
+      throw Error("cannot create the run folder '" + dir +
+                  "': " + (ec ? ec.message() : "a run with this name exists already"));
     }
     write_private_file(dir + "/secret", make_secret() + "\n");
     write_local_run(dir, run);
@@ -282,14 +286,14 @@ void LocalBackend::logs(const std::string& name, const LogOptions& opts, const L
   if (opts.rank) {
     const int world = run.nodes * run.nproc;
     if (*opts.rank < 0 || *opts.rank >= world) {
-      throw UsageError("--rank " + std::to_string(*opts.rank) + ": run \"" + name + "\" has ranks 0.." +
-                       std::to_string(world - 1));
+      throw UsageError("--rank " + std::to_string(*opts.rank) + ": run \"" + name +
+                       "\" has ranks 0.." + std::to_string(world - 1));
     }
     nodes.push_back(*opts.rank / run.nproc);
   } else if (opts.node) {
     if (*opts.node < 0 || *opts.node >= run.nodes) {
-      throw UsageError("--node " + std::to_string(*opts.node) + ": run \"" + name + "\" has nodes 0.." +
-                       std::to_string(run.nodes - 1));
+      throw UsageError("--node " + std::to_string(*opts.node) + ": run \"" + name +
+                       "\" has nodes 0.." + std::to_string(run.nodes - 1));
     }
     nodes.push_back(*opts.node);
   } else {
@@ -361,8 +365,12 @@ void LocalBackend::logs(const std::string& name, const LogOptions& opts, const L
       }
       r.in.clear();
     }
+    if (got && opts.flush) opts.flush();
     if (finished && !got) return;
-    if (!got) env_.clock->sleep_for(std::chrono::milliseconds(100));
+    if (!got) {
+      if (opts.cancelled && opts.cancelled()) return;
+      env_.clock->sleep_for(std::chrono::milliseconds(100));
+    }
   }
 }
 
@@ -378,8 +386,8 @@ void LocalBackend::remove(const std::string& name) {
     bool stopped = false;
     while (!stopped && env_.clock->steady_now() < deadline) {
       const RunState s = read_local_run(dir).state;
-      stopped = !process_alive(run.keeper_pid) || s == RunState::kFailed ||
-                s == RunState::kSucceeded;
+      stopped =
+          !process_alive(run.keeper_pid) || s == RunState::kFailed || s == RunState::kSucceeded;
       if (!stopped) env_.clock->sleep_for(std::chrono::milliseconds(50));
     }
     if (!stopped) {
@@ -390,6 +398,21 @@ void LocalBackend::remove(const std::string& name) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   if (ec) throw Error("cannot remove '" + dir + "': " + ec.message());
+}
+
+void LocalBackend::watch_status(const std::string& run, const StatusCallback& on_change,
+                                const std::function<bool()>& cancelled) {
+  std::string last;
+  while (!(cancelled && cancelled())) {
+    RunStatus st = status(run);
+    std::string fp = status_fingerprint(st);
+    if (fp != last) {
+      last = std::move(fp);
+      if (!on_change(st)) return;
+    }
+    if (st.summary.state == RunState::kSucceeded || st.summary.state == RunState::kFailed) return;
+    env_.clock->sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 }  // namespace ktrain::backend

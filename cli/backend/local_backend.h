@@ -30,6 +30,9 @@ class LocalBackend : public Backend {
   RunStatus status(const std::string& run) override;
   void logs(const std::string& run, const LogOptions& opts, const LogSink& sink) override;
   void remove(const std::string& run) override;
+  /// Polls status() five times a second (the keeper updates the run's files).
+  void watch_status(const std::string& run, const StatusCallback& on_change,
+                    const std::function<bool()>& cancelled) override;
 
   /// Whether a local run with this name exists.
   bool has_run(const std::string& run) const;

@@ -13,19 +13,55 @@ namespace fs = std::filesystem;
 
 const char* to_string(RunState s) {
   switch (s) {
-    case RunState::kPending: return "Pending";
-    case RunState::kRunning: return "Running";
-    case RunState::kSucceeded: return "Succeeded";
-    case RunState::kFailed: return "Failed";
-    case RunState::kUnknown: break;
+    case RunState::kPending:
+      return "Pending";
+    case RunState::kRunning:
+      return "Running";
+    case RunState::kSucceeded:
+      return "Succeeded";
+    case RunState::kFailed:
+      return "Failed";
+    case RunState::kUnknown:
+      break;
   }
   return "Unknown";
+}
+
+std::string status_fingerprint(const RunStatus& s) {
+  std::string f;
+  auto add = [&f](const std::string& v) {
+    f += v;
+    f += '\x1f';
+  };
+  add(s.summary.name);
+  add(to_string(s.summary.state));
+  add(std::to_string(s.summary.nodes) + "x" + std::to_string(s.summary.gpus));
+  for (const auto& c : s.conditions) add(c);
+  f += '\x1e';
+  for (const auto& e : s.explanations) add(e);
+  f += '\x1e';
+  for (const auto& r : s.ranks) {
+    add(std::to_string(r.index));
+    add(r.pod);
+    add(r.phase);
+    add(r.node);
+    add(std::to_string(r.restarts));
+    add(r.exit_code ? std::to_string(*r.exit_code) : "-");
+    add(r.reason);
+    add(r.message);
+    f += '\x1e';
+  }
+  add(std::to_string(s.first_failed));
+  add(s.started ? std::to_string(s.started->time_since_epoch().count()) : "");
+  add(s.finished ? std::to_string(s.finished->time_since_epoch().count()) : "");
+  return f;
 }
 
 namespace {
 
 RunState state_from_string(const std::string& s) {
-  for (auto st : {RunState::kPending, RunState::kRunning, RunState::kSucceeded, RunState::kFailed}) {
+  for (auto st :
+       {RunState::kPending, RunState::kRunning, RunState::kSucceeded, RunState::kFailed}) {
     if (s == to_string(st)) return st;
   }
   return RunState::kUnknown;
@@ -38,17 +74,31 @@ nlohmann::json to_json(const LocalRun& run) {
   for (const auto& [k, v] : run.env) env.push_back({k, v});
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& n : run.node_status) {
-    nlohmann::json j = {{"index", n.index}, {"pid", n.pid}, {"started", n.started},
-                        {"finished", n.finished}, {"cause", n.cause}};
+    nlohmann::json j = {{"index", n.index},
+                        {"pid", n.pid},
+                        {"started", n.started},
+                        {"finished", n.finished},
+                        {"cause", n.cause}};
     j["exitCode"] = n.exit_code ? nlohmann::json(*n.exit_code) : nlohmann::json();
     j["signal"] = n.signal ? nlohmann::json(*n.signal) : nlohmann::json();
     nodes.push_back(std::move(j));
   }
-  return {{"name", run.name},         {"project", run.project},     {"directory", run.directory}, {"launcher", run.launcher},
-          {"command", run.command},   {"env", env},                 {"framework", run.framework},
-          {"preflight", run.preflight}, {"nodes", run.nodes},       {"nproc", run.nproc},
-          {"gpus", run.gpus},         {"created", run.created},     {"state", to_string(run.state)},
-          {"keeperPid", run.keeper_pid}, {"reason", run.reason},    {"firstFailed", run.first_failed},
+  return {{"name", run.name},
+          {"project", run.project},
+          {"directory", run.directory},
+          {"launcher", run.launcher},
+          {"command", run.command},
+          {"env", env},
+          {"framework", run.framework},
+          {"preflight", run.preflight},
+          {"nodes", run.nodes},
+          {"nproc", run.nproc},
+          {"gpus", run.gpus},
+          {"created", run.created},
+          {"state", to_string(run.state)},
+          {"keeperPid", run.keeper_pid},
+          {"reason", run.reason},
+          {"firstFailed", run.first_failed},
           {"nodeStatus", nodes}};
 }
 
@@ -76,7 +126,8 @@ LocalRun local_run_from_json(const nlohmann::json& j) {
     LocalNode node;
     node.index = n.value("index", 0);
     node.pid = n.value("pid", 0);
-    if (n.contains("exitCode") && n["exitCode"].is_number()) node.exit_code = n["exitCode"].get<int>();
+    if (n.contains("exitCode") && n["exitCode"].is_number())
+      node.exit_code = n["exitCode"].get<int>();
     if (n.contains("signal") && n["signal"].is_number()) node.signal = n["signal"].get<int>();
     node.started = n.value("started", "");
     node.finished = n.value("finished", "");

@@ -63,7 +63,10 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
   tm.tm_hour = digits(s, 11, 2, ok);
   tm.tm_min = digits(s, 14, 2, ok);
   tm.tm_sec = digits(s, 17, 2, ok);
-  if (!ok) return std::nullopt;
+  if (!ok || tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+      tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60) {
+    return std::nullopt;
+  }
   size_t pos = 19;
   long long nanos = 0;
   if (pos < s.size() && s[pos] == '.') {

@@ -36,7 +36,8 @@ struct LogsOptions {
     if (rank >= 0 && node >= 0) throw UsageError("--rank and --node cannot be used together");
     if (rank >= 0) resolved.rank = rank;
     if (node >= 0) resolved.node = node;
-    if (tail < -1) throw UsageError("--tail " + std::to_string(tail) + ": expected -1 (all) or more");
+    if (tail < -1)
+      throw UsageError("--tail " + std::to_string(tail) + ": expected -1 (all) or more");
     if (tail >= 0) resolved.tail = tail;
     if (!since.empty()) {
       if (auto t = parse_rfc3339(since)) {
@@ -52,7 +53,9 @@ struct LogsOptions {
 
   int run_logs(Env& env) const {
     auto be = open_backend(env, target, run);
-    be->logs(run, resolved, [&](const backend::LogLine& l) {
+    backend::LogOptions o = resolved;
+    if (o.follow) o.flush = [&env] { env.out->flush(); };
+    be->logs(run, o, [&](const backend::LogLine& l) {
       print_log_line(env, l, timestamps);
       return static_cast<bool>(*env.out);
     });
@@ -65,17 +68,20 @@ struct LogsOptions {
 
 void add_logs_command(CLI::App& app, Env& env, CommandResult& result) {
   auto opts = std::make_shared<LogsOptions>();
-  auto* sub = app.add_subcommand("logs", "Print every rank's log, each line prefixed with its rank");
+  auto* sub =
+      app.add_subcommand("logs", "Print every rank's log, each line prefixed with its rank");
   sub->add_option("RUN", opts->run, "The run's name")->required();
   opts->target.add_to(*sub);
   sub->add_flag("-f,--follow", opts->follow, "Keep printing until the run ends");
   sub->add_option("--rank", opts->rank, "Only this worker rank");
   sub->add_option("--node", opts->node, "Only this node (pod index)");
-  sub->add_option("--since", opts->since, "Only lines newer than a duration (10m) or a time (RFC 3339)");
+  sub->add_option("--since", opts->since,
+                  "Only lines newer than a duration (10m) or a time (RFC 3339)");
   sub->add_option("--tail", opts->tail, "Only the last N lines of each node (-1: all)");
   sub->add_flag("--timestamps", opts->timestamps, "Put each line's time in front");
   sub->add_flag("--previous", opts->previous, "The previous attempt's log of a restarted rank");
-  sub->add_option("--container", opts->container, "The container (default: the training container)");
+  sub->add_option("--container", opts->container,
+                  "The container (default: the training container)");
   sub->callback([opts, &env, &result] {
     opts->validate(env);
     result.status = opts->run_logs(env);

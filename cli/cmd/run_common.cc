@@ -1,15 +1,17 @@
 #include "cmd/run_common.h"
 
+#include <algorithm>
+
 #include <ostream>
 
 #include <fmt/format.h>
 
 #include "backend/kube_backend.h"
 #include "backend/local_backend.h"
-#include "kube/connection.h"
 #include "base/duration.h"
 #include "base/error.h"
 #include "base/timefmt.h"
+#include "kube/connection.h"
 
 namespace ktrain::cmd {
 
@@ -33,7 +35,9 @@ std::unique_ptr<backend::Backend> open_local(Env& env) {
   return std::make_unique<backend::LocalBackend>(env, backend::find_local_programs(env));
 }
 
-bool terminal(RunState s) { return s == RunState::kSucceeded || s == RunState::kFailed; }
+bool terminal(RunState s) {
+  return s == RunState::kSucceeded || s == RunState::kFailed;
+}
 
 }  // namespace
 
@@ -52,6 +56,12 @@ void print_log_line(Env& env, const backend::LogLine& line, bool timestamps,
                     const std::string& run_prefix) {
   static constexpr const char* kColors[] = {"\033[36m", "\033[33m", "\033[35m", "\033[32m",
                                             "\033[34m", "\033[91m", "\033[96m", "\033[93m"};
+  if (line.notice) {
+    // ktrain's own word about the stream, on stderr, in order with the lines before it.
+    env.out->flush();
+    *env.err << "ktrain: " << run_prefix << line.text << '\n';
+    return;
+  }
   std::string prefix, text = line.text;
   int colour_key = line.rank;
   if (text.rfind("[rank ", 0) == 0) {
@@ -102,7 +112,16 @@ void explain_failure(Env& env, backend::Backend& backend, const backend::RunStat
              << "\n";
     return;
   }
-  const auto& r = st.ranks.at(static_cast<size_t>(failed));
+  // Ranks are rows of the pods there are (a rank whose pod was deleted has none).
+  const auto it =
+      std::find_if(st.ranks.begin(), st.ranks.end(),
+                   [failed](const backend::RankStatus& r) { return r.index == failed; });
+  if (it == st.ranks.end()) {
+    *env.err << "ktrain: run " << st.summary.name << " failed: node " << failed << " failed first"
+             << (why.empty() ? "" : ": " + why) << "\n";
+    return;
+  }
+  const auto& r = *it;
   std::string detail = "pod " + r.pod;
   if (r.exit_code) detail += ", exit code " + std::to_string(*r.exit_code);
   if (!r.reason.empty()) detail += ", " + r.reason;
@@ -136,6 +155,8 @@ int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::st
     if (follow) {
       backend::LogOptions opts;
       opts.follow = true;
+      opts.cancelled = timed_out;
+      opts.flush = [&env] { env.out->flush(); };
       const std::string run_prefix = runs.size() > 1 ? run + " " : "";
       backend.logs(run, opts, [&](const backend::LogLine& l) {
         print_log_line(env, l, false, run_prefix);

@@ -17,17 +17,47 @@ struct StatusOptions {
   TargetFlags target;
   std::string run;
 
+  bool watch = false;
+
   int run_status(Env& env) const {
     const std::string& o = env.global.output;
     if (!o.empty() && o != "table" && o != "wide" && o != "json") {
       throw UsageError("-o " + o + ": status prints table, wide or json");
     }
     auto be = open_backend(env, target, run);
-    const backend::RunStatus st = be->status(run);
-    const auto now = env.clock->now();
-    if (o == "json") {
-      *env.out << to_json(st, now).dump(2) << "\n";
+    if (!watch) {
+      print(env, be->status(run), o == "json", false);
       return exit_code::kOk;
+    }
+    // --watch: redrawn when something changed; ends with the run.
+    backend::RunState final_state = backend::RunState::kUnknown;
+    bool first = true;
+    be->watch_status(
+        run,
+        [&](const backend::RunStatus& st) {
+          if (o != "json" && !first) {
+            if (env.out_is_terminal) {
+              *env.out << "\033[H\033[2J";  // clear the screen, redraw in place
+            } else {
+              *env.out << "\n";
+            }
+          }
+          first = false;
+          print(env, st, o == "json", true);
+          env.out->flush();
+          final_state = st.summary.state;
+          return static_cast<bool>(*env.out);
+        },
+        nullptr);
+    return final_state == backend::RunState::kFailed ? exit_code::kFailed : exit_code::kOk;
+  }
+
+  /// The status as a table, or as JSON (one line per status when `watching`).
+  static void print(Env& env, const backend::RunStatus& st, bool json, bool watching) {
+    const auto now = env.clock->now();
+    if (json) {
+      *env.out << to_json(st, now).dump(watching ? -1 : 2) << "\n";
+      return;
     }
     const auto& s = st.summary;
     std::string conditions;
@@ -57,7 +87,6 @@ struct StatusOptions {
                               pod_w, r.phase, r.node, node_w, r.restarts,
                               r.exit_code ? std::to_string(*r.exit_code) : "-", reason);
     }
-    return exit_code::kOk;
   }
 };
 
@@ -65,9 +94,12 @@ struct StatusOptions {
 
 void add_status_command(CLI::App& app, Env& env, CommandResult& result) {
   auto opts = std::make_shared<StatusOptions>();
-  auto* sub = app.add_subcommand("status", "Show a run: state, one row per rank, why it waits or failed");
+  auto* sub =
+      app.add_subcommand("status", "Show a run: state, one row per rank, why it waits or failed");
   sub->add_option("RUN", opts->run, "The run's name (from submit or list)")->required();
   opts->target.add_to(*sub);
+  sub->add_flag("-w,--watch", opts->watch,
+                "Redraw whenever the status changes, until the run ends (exit 1 if it failed)");
   sub->callback([opts, &env, &result] { result.status = opts->run_status(env); });
 }
 

@@ -5,6 +5,7 @@
 
 #include "backend/run_id.h"
 #include "base/error.h"
+#include "cmd/build.h"
 #include "cmd/project_flags.h"
 #include "cmd/run_common.h"
 #include "render/render.h"
@@ -22,6 +23,9 @@ struct SubmitOptions {
   bool follow = false;
   std::string timeout;
   std::string dry_run;  ///< "", "client" or "server"
+  bool build = false;   ///< --build: build and push the image first, run its digest
+  std::vector<std::string> insecure_registries;
+  std::string platform = "linux/amd64";
 
   std::optional<std::chrono::seconds> timeout_s;
 
@@ -41,7 +45,17 @@ struct SubmitOptions {
       throw UsageError("--dry-run cannot be combined with --wait or --follow");
     }
     if (dry_run == "server" && target.local) {
-      throw UsageError("--dry-run=server needs a cluster; --dry-run=client shows what would be sent");
+      throw UsageError(
+          "--dry-run=server needs a cluster; --dry-run=client shows what would be sent");
+    }
+    if (build && target.local) {
+      throw UsageError("--build makes an image for a cluster; a --local run uses this machine");
+    }
+    if (build && dry_run == "client") {
+      throw UsageError("--build cannot be combined with --dry-run=client (nothing is pushed then)");
+    }
+    if (!build && !insecure_registries.empty()) {
+      throw UsageError("--insecure-registry is for --build");
     }
     const auto& o = output_format;
     if (!o.empty() && o != "name" && o != "json" && !(dry_run == "client" && o == "yaml")) {
@@ -50,7 +64,18 @@ struct SubmitOptions {
   }
 
   int run(Env& env) {
-    const project::Project project = project_flags.load(env);
+    project::Project project = project_flags.load(env);
+    if (build) {
+      if (!project.image.build) {
+        throw UsageError(project.file + ": --build needs image.build in the project file");
+      }
+      BuildOptions bo;
+      bo.project = project_flags;
+      bo.platform = platform;
+      bo.insecure_registries = insecure_registries;
+      // The run uses the image by digest: exactly what was built, whatever tags move.
+      project.image.ref = build_image(env, bo).reference;
+    }
     if (dry_run == "client") {
       // What would be sent, without contacting anything.
       render::RenderOptions ro;
@@ -58,7 +83,8 @@ struct SubmitOptions {
       const render::Rendered r = render::render_project(project, ro);
       for (const auto& w : r.warnings) env.warn(w);
       if (output_format == "json") {
-        nlohmann::ordered_json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", r.objects}};
+        nlohmann::ordered_json list = {
+            {"apiVersion", "v1"}, {"kind", "List"}, {"items", r.objects}};
         *env.out << list.dump(2) << "\n";
       } else {
         *env.out << render::to_yaml(r.objects);
@@ -94,13 +120,22 @@ void add_submit_command(CLI::App& app, Env& env, CommandResult& result) {
   opts->project_flags.add_to(*sub);
   opts->target.add_to(*sub);
   sub->add_option("--run-id", opts->run_id, "Use this run id instead of a random one");
-  sub->add_flag("--wait", opts->wait, "Wait for the job to end; exit 0 when it succeeded, 1 when it failed");
-  sub->add_flag("--follow", opts->follow, "Print every rank's log until the job ends (implies --wait)");
+  sub->add_flag("--wait", opts->wait,
+                "Wait for the job to end; exit 0 when it succeeded, 1 when it failed");
+  sub->add_flag("--follow", opts->follow,
+                "Print every rank's log until the job ends (implies --wait)");
   sub->add_option("--dry-run", opts->dry_run,
                   "client: print what would be sent; server: have the API server check it")
       ->expected(0, 1)
       ->default_str("client");
-  sub->add_option("--timeout", opts->timeout, "With --wait/--follow: give up after this long (exit 124)");
+  sub->add_flag("--build", opts->build,
+                "Build and push the image first (as ktrain build), then run it by digest");
+  sub->add_option("--insecure-registry", opts->insecure_registries,
+                  "With --build: use plain HTTP for this registry host");
+  sub->add_option("--platform", opts->platform,
+                  "With --build: platform of the base image (default linux/amd64)");
+  sub->add_option("--timeout", opts->timeout,
+                  "With --wait/--follow: give up after this long (exit 124)");
   sub->callback([opts, &env, &result] {
     opts->output_format = env.global.output;
     opts->validate();

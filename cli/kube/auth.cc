@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "kube/time.h"
+#include "base/timefmt.h"
 
 namespace ktrain::kube {
 
@@ -138,7 +138,7 @@ ExecCredential run_exec_plugin(const ClientConfig& cfg, const Env& env, ProcessR
                 exit_code::kUnreachable);
   }
   if (auto exp = status.find("expirationTimestamp"); exp != status.end() && exp->is_string()) {
-    c.expires = parse_time(exp->get<std::string>());
+    c.expires = parse_rfc3339(exp->get<std::string>());
     if (!c.expires) {
       throw Error(
           who + " returned an invalid expirationTimestamp '" + exp->get<std::string>() + "'",

@@ -221,6 +221,15 @@ net::Request Client::request(const std::string& method, const std::string& path,
 }
 
 net::Response Client::send(net::Request req) {
+  auto resp = send_unchecked(req);
+  if (resp.failure != net::TransportFailure::kNone &&
+      resp.failure != net::TransportFailure::kAborted) {
+    throw transport_error(config_, req, resp);
+  }
+  return resp;
+}
+
+net::Response Client::send_unchecked(net::Request req) {
   net::Request with_auth = req;
   credentials_->apply(with_auth);
   auto resp = transport_.perform(with_auth);
@@ -229,10 +238,6 @@ net::Response Client::send(net::Request req) {
     with_auth = req;
     credentials_->apply(with_auth);
     resp = transport_.perform(with_auth);
-  }
-  if (resp.failure != net::TransportFailure::kNone &&
-      resp.failure != net::TransportFailure::kAborted) {
-    throw transport_error(config_, req, resp);
   }
   return resp;
 }

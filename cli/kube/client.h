@@ -111,6 +111,10 @@ class Client {
   /// comes back.
   net::Response send(net::Request req);
 
+  /// As `send`, but a failure below HTTP comes back in the response instead of being
+  /// thrown (for streams that reconnect by themselves).
+  net::Response send_unchecked(net::Request req);
+
   /// Sends all `reqs` concurrently, each as `send` would; responses in order. Failures
   /// below HTTP come back in the responses (check them with `check`).
   std::vector<net::Response> send_all(std::vector<net::Request> reqs);

@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "kube/time.h"
+#include "base/timefmt.h"
 
 namespace ktrain::kube {
 
@@ -46,7 +46,7 @@ std::optional<std::chrono::system_clock::time_point> time_at(const json& j,
                                                              std::initializer_list<const char*> k) {
   auto s = str(j, k);
   if (s.empty()) return std::nullopt;
-  return parse_time(s);
+  return parse_rfc3339(s);
 }
 
 bool condition_true(const json& obj, const char* type, json* found = nullptr) {
@@ -179,7 +179,7 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
   if (!rs.finished) {
     json failed;
     if (condition_true(job, "Failed", &failed)) {
-      if (auto t = parse_time(failed.value("lastTransitionTime", ""))) rs.finished = t;
+      if (auto t = parse_rfc3339(failed.value("lastTransitionTime", ""))) rs.finished = t;
     }
   }
 

@@ -110,6 +110,7 @@ struct Transfer {
   std::uint64_t read_offset = 0;
   bool headers_delivered = false;
   bool aborted = false;
+  bool in_flight = false;
   std::array<char, CURL_ERROR_SIZE> errbuf{};
 
   void deliver_headers() {
@@ -389,6 +390,7 @@ struct CurlTransport::Impl {
         t.easy = s->take();
         setup(t);
         curl_multi_add_handle(s->multi, t.easy);
+        t.in_flight = true;
         ++in_flight;
       }
     };
@@ -405,16 +407,31 @@ struct CurlTransport::Impl {
         CURLcode code = msg->data.result;
         curl_multi_remove_handle(s->multi, msg->easy_handle);
         finish(*t, code);
+        t->in_flight = false;
         s->idle.push_back(t->easy);
+        --in_flight;
+      }
+      bool watched = false;  // some transfer in flight can be cancelled
+      for (auto& t : transfers) {
+        if (!t.in_flight || !t.req->cancelled) continue;
+        if (!t.req->cancelled()) {
+          watched = true;
+          continue;
+        }
+        curl_multi_remove_handle(s->multi, t.easy);
+        t.aborted = true;
+        finish(t, CURLE_ABORTED_BY_CALLBACK);
+        t.in_flight = false;
+        s->idle.push_back(t.easy);
         --in_flight;
       }
       start_more();
       if (in_flight == 0) break;
-      curl_multi_poll(s->multi, nullptr, 0, 1000, nullptr);
+      curl_multi_poll(s->multi, nullptr, 0, watched ? 100 : 1000, nullptr);
     }
     // Only reached with transfers left when the multi handle itself failed.
     for (auto& t : transfers) {
-      if (t.easy && t.headers) {
+      if (t.in_flight) {
         curl_multi_remove_handle(s->multi, t.easy);
         t.resp.failure = TransportFailure::kOther;
         t.resp.failure_message = "internal transfer error";

@@ -65,6 +65,10 @@ struct Request {
   std::function<void(int status, const Headers& headers)> on_headers;
   /// Text for logs (-v) instead of the URL, when the URL itself carries a secret.
   std::string log_label;
+  /// When set, polled while the request is in flight (at least every 100 ms); true
+  /// ends it with TransportFailure::kAborted. For streams that wait a long time for
+  /// data (followed logs, watches) and must stop on a deadline or Ctrl-C.
+  std::function<bool()> cancelled;
 };
 
 /// What kind of failure happened below HTTP.

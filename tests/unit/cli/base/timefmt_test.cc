@@ -26,6 +26,10 @@ TEST_CASE("timefmt: offsets and short fractions parse; garbage does not") {
   CHECK_FALSE(parse_rfc3339("2026-11-30T17:28:40"));
   CHECK_FALSE(parse_rfc3339("2026-11-30T17:28:4xZ"));
   CHECK_FALSE(parse_rfc3339("2026-11-30T17:28:40.Z"));
+  CHECK_FALSE(parse_rfc3339("2026-13-30T17:28:40Z"));
+  CHECK_FALSE(parse_rfc3339("2026-11-00T17:28:40Z"));
+  CHECK_FALSE(parse_rfc3339("2026-11-30T24:28:40Z"));
+  CHECK_FALSE(parse_rfc3339("2026-11-30T17:60:40Z"));
 }
 
 TEST_CASE("timefmt: ages read like kubectl's") {

@@ -1,0 +1,146 @@
+#include "kube/watch.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string_view>
+
+#include "base/error.h"
+
+namespace ktrain::kube {
+
+using nlohmann::json;
+
+bool sleep_unless_cancelled(const Env& env, std::chrono::milliseconds d,
+                            const std::function<bool()>& cancelled) {
+  while (d.count() > 0) {
+    if (cancelled && cancelled()) return false;
+    const auto step = std::min(d, std::chrono::milliseconds(100));
+    env.clock->sleep_for(step);
+    d -= step;
+  }
+  return !(cancelled && cancelled());
+}
+
+std::chrono::milliseconds reconnect_delay(int failures) {
+  long long ms = 100;
+  for (int i = 1; i < failures && ms < 5000; ++i) ms *= 2;
+  return std::chrono::milliseconds(std::min(ms, 5000LL));
+}
+
+namespace {
+
+/// How one watch connection ended.
+enum class WatchEnd { kResume, kRelist, kCancelled };
+
+}  // namespace
+
+void list_watch(Client& client, const Env& env, const std::string& path, const WatchOptions& opts,
+                const WatchHandlers& handlers) {
+  auto cancelled = [&opts] { return opts.cancelled && opts.cancelled(); };
+  const auto& drop = opts.drop_keys;
+  auto keep = [&drop](int, json::parse_event_t event, json& parsed) {
+    if (drop.empty() || event != json::parse_event_t::key) return true;
+    const auto& k = parsed.get_ref<const std::string&>();
+    return std::find(drop.begin(), drop.end(), k) == drop.end();
+  };
+
+  int failures = 0;
+  std::string rv;
+  bool need_list = true;
+  while (!cancelled()) {
+    if (need_list) {
+      ListOptions lo;
+      lo.label_selector = opts.label_selector;
+      lo.field_selector = opts.field_selector;
+      lo.drop_keys = opts.drop_keys;
+      std::vector<json> items;
+      try {
+        rv = client.list(path, lo, [&items](json& item) { items.push_back(std::move(item)); });
+      } catch (const ApiError&) {
+        throw;
+      } catch (const Error& e) {
+        // Below HTTP (exit 3): the server may be restarting; try again.
+        if (++failures >= opts.max_failures) throw;
+        if (!sleep_unless_cancelled(env, reconnect_delay(failures), opts.cancelled)) return;
+        continue;
+      }
+      if (handlers.on_list) handlers.on_list(items);
+      need_list = false;
+    }
+
+    Query q{{"watch", "1"}, {"allowWatchBookmarks", "true"}, {"resourceVersion", rv}};
+    if (!opts.label_selector.empty()) q.emplace_back("labelSelector", opts.label_selector);
+    if (!opts.field_selector.empty()) q.emplace_back("fieldSelector", opts.field_selector);
+    auto req = client.request("GET", path, q);
+    req.headers = {{"Accept", "application/json"}};
+    req.timeout = std::chrono::milliseconds(0);
+    req.cancelled = opts.cancelled;
+    int status = 0;
+    std::string partial, error_body;
+    WatchEnd end = WatchEnd::kResume;
+    bool progressed = false;
+    req.on_headers = [&status](int s, const net::Headers&) { status = s; };
+    req.on_data = [&](std::string_view data) {
+      if (status < 200 || status >= 300) {
+        error_body.append(data);
+        return true;
+      }
+      partial.append(data);
+      size_t start = 0;
+      for (size_t nl; (nl = partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+        std::string_view line = std::string_view(partial).substr(start, nl - start);
+        if (line.empty()) continue;
+        json ev = json::parse(line, keep, /*allow_exceptions=*/false);
+        if (!ev.is_object()) continue;  // not JSON: skipped, the next event resyncs
+        const std::string type = ev.value("type", "");
+        auto obj = ev.find("object");
+        if (obj == ev.end() || !obj->is_object()) continue;
+        if (type == "ERROR") {
+          // A metav1.Status: 410 Gone (Expired) means list again; anything else too,
+          // since the watch cannot go on from this version.
+          end = WatchEnd::kRelist;
+          partial.clear();
+          return false;
+        }
+        if (auto md = obj->find("metadata"); md != obj->end() && md->is_object()) {
+          if (auto v = md->value("resourceVersion", ""); !v.empty()) rv = v;
+        }
+        progressed = true;
+        if (type == "BOOKMARK") continue;
+        if (handlers.on_event) handlers.on_event(type, *obj);
+      }
+      partial.erase(0, start);
+      return true;
+    };
+    auto resp = client.send_unchecked(req);
+    if (cancelled()) return;
+    if (progressed) failures = 0;
+    if (end == WatchEnd::kRelist) {
+      need_list = true;
+      continue;
+    }
+    if (resp.failure == net::TransportFailure::kNone && status == 410) {
+      need_list = true;
+      continue;
+    }
+    if (resp.failure == net::TransportFailure::kNone && (status < 200 || status >= 300) &&
+        status != 429 && status < 500) {
+      resp.body = error_body;
+      client.check(req, resp);  // throws
+    }
+    // Ended (the server's watch timeout), dropped, or a 429/5xx: resume from rv.
+    if (resp.failure != net::TransportFailure::kNone || status >= 300 || !progressed) {
+      if (++failures >= opts.max_failures) {
+        resp.body = error_body;
+        if (resp.failure != net::TransportFailure::kNone) {
+          throw transport_error(client.config(), req, resp);
+        }
+        client.check(req, resp);
+        throw Error("watching " + path + ": the API server keeps ending the watch");
+      }
+      if (!sleep_unless_cancelled(env, reconnect_delay(failures), opts.cancelled)) return;
+    }
+  }
+}
+
+}  // namespace ktrain::kube
