@@ -121,6 +121,17 @@ ContainerState container_state(const json& pod, const std::string& container) {
   return ContainerState::kNone;
 }
 
+/// The lines of one chunk; LogLines are reused from chunk to chunk, so their strings
+/// keep their memory instead of being allocated for every line.
+struct LineBatch {
+  std::vector<LogLine> lines;
+  size_t used = 0;
+  LogLine& next() {
+    if (used == lines.size()) lines.emplace_back();
+    return lines[used++];
+  }
+};
+
 /// Follows one run; see follow_kube_logs.
 class Follower {
  public:
@@ -388,6 +399,22 @@ class Follower {
     return false;
   }
 
+  /// Hands `lines` to the sink in order, then flushes; empties `lines`. False when the
+  /// follow stops.
+  bool emit_batch(LineBatch& lines) {
+    if (lines.used == 0) return !stop_;
+    std::lock_guard<std::mutex> lk(sink_mu_);
+    bool ok = !stop_;
+    for (size_t i = 0; ok && i < lines.used; ++i) ok = sink_(lines.lines[i]);
+    lines.used = 0;
+    if (opts_.flush) opts_.flush();
+    if (!ok && !stop_) {
+      stop_ = true;
+      cv_.notify_all();
+    }
+    return ok;
+  }
+
   void notice(int index, const std::string& text) {
     LogLine n;
     n.rank = index;
@@ -430,22 +457,21 @@ class Follower {
     bool first = true;
     int failures = 0;
 
+    // Lines of one chunk are gathered, then handed to the sink under one lock: with
+    // many streams, a lock per line would cost more than the lines.
+    LineBatch batch;
     auto handle_line = [&](std::string_view raw) {
-      LogLine line;
-      line.rank = index;
       const auto sp = raw.find(' ');
       std::optional<std::int64_t> ts;
       if (sp != std::string_view::npos && sp >= 20) ts = timestamps.parse(raw.substr(0, sp));
-      if (ts) {
-        if (!dedup.accept(*ts)) return true;
-        line.timestamp = std::string(raw.substr(0, sp));
-        line.text = std::string(raw.substr(sp + 1));
-      } else {
-        line.text = std::string(raw);
-      }
-      if (!line.text.empty() && line.text.back() == '\r') line.text.pop_back();
-      if (!rank_prefix_.empty() && line.text.rfind(rank_prefix_, 0) != 0) return true;
-      return emit(line);
+      if (ts && !dedup.accept(*ts)) return;
+      std::string_view text = ts ? raw.substr(sp + 1) : raw;
+      if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+      if (!rank_prefix_.empty() && text.substr(0, rank_prefix_.size()) != rank_prefix_) return;
+      LogLine& line = batch.next();
+      line.rank = index;
+      line.timestamp.assign(ts ? raw.substr(0, sp) : std::string_view());
+      line.text.assign(text);
     };
 
     // The pod is gone: say so unless its container was seen to finish.
@@ -488,15 +514,12 @@ class Follower {
         size_t start = 0;
         for (size_t nl; (nl = partial.find('\n', start)) != std::string::npos; start = nl + 1) {
           progressed = true;
-          if (!handle_line(std::string_view(partial).substr(start, nl - start))) {
-            stopped = true;
-            return false;
-          }
+          handle_line(std::string_view(partial).substr(start, nl - start));
         }
         partial.erase(0, start);
-        if (start > 0 && opts_.flush) {
-          std::lock_guard<std::mutex> lk(sink_mu_);
-          opts_.flush();
+        if (!emit_batch(batch)) {
+          stopped = true;
+          return false;
         }
         return true;
       };
@@ -517,7 +540,10 @@ class Follower {
           update_pod(*pod, false);
         }
         if (container_state(*pod, container_) == ContainerState::kTerminated) {
-          if (!partial.empty()) handle_line(partial);  // a last line without "\n"
+          if (!partial.empty()) {
+            handle_line(partial);  // a last line without "\n"
+            emit_batch(batch);
+          }
           return;
         }
       } else if (resp.failure == net::TransportFailure::kNone && status == 404) {

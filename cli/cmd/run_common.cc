@@ -62,28 +62,40 @@ void print_log_line(Env& env, const backend::LogLine& line, bool timestamps,
     *env.err << "ktrain: " << run_prefix << line.text << '\n';
     return;
   }
-  std::string prefix, text = line.text;
+  // One string per line, built without temporaries: with many ranks this is hot.
+  std::string_view text = line.text;
+  std::string_view prefix;
+  std::string node_prefix;
   int colour_key = line.rank;
-  if (text.rfind("[rank ", 0) == 0) {
+  if (text.substr(0, 6) == "[rank ") {
     const auto close = text.find(']');
-    if (close != std::string::npos) {
+    if (close != std::string_view::npos) {
       prefix = text.substr(0, close + 1);
-      text = text.substr(close + 1);
-      colour_key = std::atoi(prefix.c_str() + 6);
+      text.remove_prefix(close + 1);
+      colour_key = std::atoi(line.text.c_str() + 6);
     }
   }
+  bool space = false;  // between "[node I]" and the text
   if (prefix.empty()) {
-    prefix = "[node " + std::to_string(line.rank) + "]";
-    if (!text.empty()) text = " " + text;
+    node_prefix = "[node " + std::to_string(line.rank) + "]";
+    prefix = node_prefix;
+    space = !text.empty();
   }
-  std::string out;
-  if (timestamps && !line.timestamp.empty()) out += line.timestamp + " ";
+  thread_local std::string out;
+  out.clear();
+  if (timestamps && !line.timestamp.empty()) {
+    out += line.timestamp;
+    out += ' ';
+  }
   out += run_prefix;
   if (env.out_is_terminal && env.color()) {
-    out += std::string(kColors[static_cast<size_t>(colour_key) % 8]) + prefix + "\033[0m";
+    out += kColors[static_cast<size_t>(colour_key) % 8];
+    out += prefix;
+    out += "\033[0m";
   } else {
     out += prefix;
   }
+  if (space) out += ' ';
   out += text;
   out += '\n';
   *env.out << out;
