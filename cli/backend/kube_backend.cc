@@ -1,11 +1,11 @@
 #include "backend/kube_backend.h"
 
-#include <openssl/rand.h>
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -14,6 +14,7 @@
 #include "backend/kube_follow.h"
 #include "backend/run_id.h"
 #include "base/error.h"
+#include "base/random.h"
 #include "base/timefmt.h"
 #include "kube/run_state.h"
 #include "kube/watch.h"
@@ -65,6 +66,29 @@ std::string name_of(const ordered_json& obj) {
   return md->value("name", "");
 }
 
+/// Sends `reqs` at most 128 at a time and keeps, of each answer, the status and (for
+/// errors only) the body, and of each request only its method and URL once sent: a
+/// submit of thousands of objects holds neither thousands of bodies nor of answers.
+std::vector<net::Response> send_batched(kube::Client& client, std::vector<net::Request>& reqs) {
+  constexpr size_t kBatch = 128;
+  std::vector<net::Response> out;
+  out.reserve(reqs.size());
+  for (size_t at = 0; at < reqs.size(); at += kBatch) {
+    const size_t end = std::min(reqs.size(), at + kBatch);
+    std::vector<net::Request> part(reqs.begin() + static_cast<std::ptrdiff_t>(at),
+                                   reqs.begin() + static_cast<std::ptrdiff_t>(end));
+    for (size_t i = at; i < end; ++i) std::string().swap(reqs[i].body);
+    for (auto& r : client.send_all(std::move(part))) {
+      if (r.ok()) {
+        std::string().swap(r.body);
+        r.headers.clear();
+      }
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Error run_not_found(const std::string& run, const std::string& ns) {
@@ -86,17 +110,7 @@ ordered_json rendezvous_secret(const std::string& run, const std::string& ns,
 }
 
 std::string random_token() {
-  unsigned char bytes[32];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) {
-    throw Error("cannot make a random rendezvous token: OpenSSL RAND_bytes failed");
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += hex[b >> 4];
-    out += hex[b & 15];
-  }
-  return out;
+  return random_hex(32);
 }
 
 KubeBackend::KubeBackend(kube::Client& client, Env& env) : client_(client), env_(env) {}
@@ -123,20 +137,40 @@ std::vector<std::string> KubeBackend::apply_objects(const std::vector<ordered_js
   std::vector<std::string> refs;
   kube::ApplyOptions apply_opts;
   apply_opts.dry_run = dry_run;
+  // The objects this call created (201), removed again when a later one is refused,
+  // so that a refused submit leaves nothing behind.
+  std::vector<std::string> created;
+  auto roll_back = [&]() -> std::string {
+    if (created.empty()) return "";
+    std::vector<net::Request> dels;
+    for (const auto& path : created) dels.push_back(client_.delete_request(path));
+    auto resps = client_.send_all(dels);
+    size_t removed = 0;
+    for (const auto& r : resps) {
+      if (r.failure == net::TransportFailure::kNone && (r.ok() || r.status == 404)) ++removed;
+    }
+    if (removed == created.size()) {
+      return "\n(the " + std::to_string(removed) + " objects this submit had created were removed)";
+    }
+    return "\n(" + std::to_string(created.size() - removed) + " of the " +
+           std::to_string(created.size()) +
+           " objects this submit created could not be removed; 'ktrain delete RUN' removes them)";
+  };
   for (int step = 0; step <= 2; ++step) {
     std::vector<net::Request> reqs;
-    std::vector<std::string> step_refs;
+    std::vector<std::string> step_refs, step_paths;
     for (const auto& obj : objects) {
       const std::string kind = obj.value("kind", "");
       if (apply_step(kind) != step) continue;
       const auto type = kube::resource_type(obj.value("apiVersion", ""), kind);
       step_refs.push_back(kube::object_ref(type, name_of(obj)));
+      std::string obj_ns = ns;
+      if (auto md = obj.find("metadata"); md != obj.end() && md->contains("namespace")) {
+        obj_ns = (*md)["namespace"].get<std::string>();
+      }
+      step_paths.push_back(kube::object_path(type, obj_ns, name_of(obj)));
       if (kind == "Secret") {
         // Created once: a second submit keeps the token the running pods already have.
-        std::string obj_ns = ns;
-        if (auto md = obj.find("metadata"); md != obj.end() && md->contains("namespace")) {
-          obj_ns = (*md)["namespace"].get<std::string>();
-        }
         kube::Query q{{"fieldManager", "ktrain"}};
         if (dry_run) q.emplace_back("dryRun", "All");
         auto req = client_.request("POST", kube::collection_path(type, obj_ns), q);
@@ -149,7 +183,7 @@ std::vector<std::string> KubeBackend::apply_objects(const std::vector<ordered_js
       }
     }
     if (reqs.empty()) continue;
-    auto resps = client_.send_all(reqs);
+    auto resps = send_batched(client_, reqs);
     std::vector<std::string> problems;
     std::optional<Error> first;
     for (size_t i = 0; i < resps.size(); ++i) {
@@ -159,6 +193,7 @@ std::vector<std::string> KubeBackend::apply_objects(const std::vector<ordered_js
       }
       try {
         client_.check(reqs[i], resps[i]);
+        if (!dry_run && resps[i].status == 201) created.push_back(step_paths[i]);
       } catch (const Error& e) {
         Error wrapped = e.wrapped("applying " + step_refs[i]);
         if (!first) first = wrapped;
@@ -166,10 +201,11 @@ std::vector<std::string> KubeBackend::apply_objects(const std::vector<ordered_js
       }
     }
     if (first) {
-      if (problems.size() == 1) throw *first;
+      const std::string undone = roll_back();
+      if (problems.size() == 1) throw Error(first->what() + undone, first->exit_status());
       std::string msg = std::to_string(problems.size()) + " objects were refused:";
       for (const auto& p : problems) msg += "\n  " + p;
-      throw Error(msg, first->exit_status());
+      throw Error(msg + undone, first->exit_status());
     }
     refs.insert(refs.end(), step_refs.begin(), step_refs.end());
   }
@@ -403,18 +439,35 @@ void KubeBackend::remove(const std::string& run) {
   kube::ListOptions lo;
   lo.label_selector = std::string(kRunLabel) + "=" + run;
   lo.drop_keys = {"managedFields", "spec", "status", "data", "annotations"};
+  // The kinds are listed at once (one thread each: every list waits on the server).
+  const size_t kinds = std::size(kOwnedKinds);
+  std::vector<std::vector<net::Request>> found(kinds);
+  std::vector<std::exception_ptr> errors(kinds);
+  std::vector<std::thread> listers;
+  for (size_t i = 0; i < kinds; ++i) {
+    listers.emplace_back([&, i] {
+      const auto& k = kOwnedKinds[i];
+      const auto type = kube::resource_type(k.api_version, k.kind);
+      try {
+        client_.list(kube::collection_path(type, ns), lo, [&](json& obj) {
+          found[i].push_back(client_.delete_request(
+              kube::object_path(type, ns, obj["metadata"].value("name", ""))));
+        });
+      } catch (const kube::ApiError& e) {
+        if (k.optional && e.http_status() == 404) return;  // the CRD is not installed
+        errors[i] = std::make_exception_ptr(e.wrapped("deleting run \"" + run + "\""));
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : listers) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
   std::vector<net::Request> deletes;
-  for (const auto& k : kOwnedKinds) {
-    const auto type = kube::resource_type(k.api_version, k.kind);
-    try {
-      client_.list(kube::collection_path(type, ns), lo, [&](json& obj) {
-        deletes.push_back(
-            client_.delete_request(kube::object_path(type, ns, obj["metadata"].value("name", ""))));
-      });
-    } catch (const kube::ApiError& e) {
-      if (k.optional && e.http_status() == 404) continue;  // the CRD is not installed
-      throw e.wrapped("deleting run \"" + run + "\"");
-    }
+  for (auto& f : found) {
+    for (auto& r : f) deletes.push_back(std::move(r));
   }
   if (deletes.empty()) throw run_not_found(run, ns);
   auto resps = client_.send_all(deletes);

@@ -86,7 +86,7 @@ nlohmann::ordered_json rendezvous_secret(const std::string& run, const std::stri
 /// The error for a run whose Job is not there (exit 1).
 Error run_not_found(const std::string& run, const std::string& ns);
 
-/// 32 random bytes from OpenSSL as 64 hex digits.
+/// 32 random bytes from the kernel as 64 hex digits.
 std::string random_token();
 
 }  // namespace ktrain::backend

@@ -14,11 +14,10 @@
 #include <fstream>
 #include <map>
 
-#include <openssl/rand.h>
-
 #include "backend/local_run.h"
 #include "backend/run_id.h"
 #include "base/error.h"
+#include "base/random.h"
 #include "base/timefmt.h"
 #include "project/sweep.h"
 
@@ -36,18 +35,6 @@ bool process_alive(int pid) {
   if (!std::getline(stat, line)) return true;
   const auto close = line.rfind(')');
   return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
-}
-
-std::string make_secret() {
-  unsigned char bytes[32];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) throw Error("cannot make a rendezvous secret");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s;
-  for (unsigned char b : bytes) {
-    s += kHex[b >> 4];
-    s += kHex[b & 15];
-  }
-  return s;
 }
 
 void write_private_file(const std::string& path, const std::string& content) {
@@ -201,7 +188,7 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
       throw Error("cannot create the run folder '" + dir +
                   "': " + (ec ? ec.message() : "a run with this name exists already"));
     }
-    write_private_file(dir + "/secret", make_secret() + "\n");
+    write_private_file(dir + "/secret", random_hex(32) + "\n");
     write_local_run(dir, run);
     spawn_keeper(programs_.ktrain, dir);
     result.runs.push_back(run.name);

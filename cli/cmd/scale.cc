@@ -37,7 +37,8 @@ int run_scale(Env& env, kube::Client& client, const ScaleRequest& req) {
   const std::string what = "scaling " + req.name;
 
   if (!client.get_if_exists(kube::object_path(dep_type, ns, req.name))) {
-    throw Error(what + ": deployment \"" + req.name + "\" not found in namespace \"" + ns + "\"");
+    throw Error(what + ": deployment \"" + req.name + "\" not found in namespace \"" + ns +
+                "\" (pass -n NAMESPACE to look in another)");
   }
   // The HPA (if any) whose scaleTargetRef is this Deployment.
   std::optional<nlohmann::json> hpa;

@@ -128,7 +128,16 @@ ApiError status_error(const ClientConfig& config, const net::Request& req,
                            std::to_string(resp.status) + " " + net::reason_phrase(resp.status);
   std::string text;
   int exit_status = exit_code::kFailed;
-  if (resp.status == 401) {
+  const UserInfo& u = config.user;
+  const bool no_credentials = u.token.empty() && u.token_file.empty() &&
+                              u.client_cert_file.empty() && u.client_cert_pem.empty() &&
+                              u.username.empty() && !u.exec;
+  if (resp.status == 401 && no_credentials) {
+    exit_status = exit_code::kUnreachable;
+    text = "the API server wants credentials, and user '" + config.user_name + "' in " +
+           config.source + " has none (" + head + (message.empty() ? "" : ": " + message) +
+           "); add a token, a client certificate or an exec plugin to that user";
+  } else if (resp.status == 401) {
     exit_status = exit_code::kUnreachable;
     text = "the API server rejected the credentials of user '" + config.user_name + "' from " +
            config.source + " (" + head + (message.empty() ? "" : ": " + message) +

@@ -1,20 +1,109 @@
 #include "net/curl_transport.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <deque>
 #include <mutex>
+#include <string>
+
+#include "base/error.h"
 
 namespace ktrain::net {
 
 namespace {
 
-void global_init() {
+/// libcurl, loaded when the first transport is made rather than when ktrain starts:
+/// libcurl brings some thirty shared libraries, and the verbs that never touch the
+/// network (render, validate, init, completion, version) would pay for loading and
+/// relocating all of them on every run.
+struct CurlLib {
+  void* handle = nullptr;
+  CURLcode (*global_init)(long) = nullptr;
+  CURL* (*easy_init)() = nullptr;
+  void (*easy_cleanup)(CURL*) = nullptr;
+  void (*easy_reset)(CURL*) = nullptr;
+  CURLcode (*easy_setopt)(CURL*, CURLoption, ...) = nullptr;
+  CURLcode (*easy_getinfo)(CURL*, CURLINFO, ...) = nullptr;
+  const char* (*easy_strerror)(CURLcode) = nullptr;
+  CURLM* (*multi_init)() = nullptr;
+  CURLMcode (*multi_cleanup)(CURLM*) = nullptr;
+  CURLMcode (*multi_setopt)(CURLM*, CURLMoption, ...) = nullptr;
+  CURLMcode (*multi_add_handle)(CURLM*, CURL*) = nullptr;
+  CURLMcode (*multi_remove_handle)(CURLM*, CURL*) = nullptr;
+  CURLMcode (*multi_perform)(CURLM*, int*) = nullptr;
+  CURLMcode (*multi_poll)(CURLM*, struct curl_waitfd[], unsigned int, int, int*) = nullptr;
+  CURLMsg* (*multi_info_read)(CURLM*, int*) = nullptr;
+  CURLSH* (*share_init)() = nullptr;
+  CURLSHcode (*share_setopt)(CURLSH*, CURLSHoption, ...) = nullptr;
+  CURLSHcode (*share_cleanup)(CURLSH*) = nullptr;
+  curl_slist* (*slist_append)(curl_slist*, const char*) = nullptr;
+  void (*slist_free_all)(curl_slist*) = nullptr;
+};
+
+template <typename F>
+void bind(void* handle, F*& fn, const char* name, std::string& missing) {
+  fn = reinterpret_cast<F*>(::dlsym(handle, name));
+  if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
+}
+
+/// Loads libcurl (once) and calls curl_global_init; throws Error when it cannot.
+const CurlLib& load_curl() {
+  static CurlLib lib;
+  static std::string failure;
   static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  std::call_once(once, [] {
+    void* h = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* why = ::dlerror();
+      failure = std::string("cannot load libcurl.so.4 (") + (why ? why : "not found") +
+                "); install libcurl4 (Debian/Ubuntu) or libcurl (Fedora)";
+      return;
+    }
+    std::string missing;
+    bind(h, lib.global_init, "curl_global_init", missing);
+    bind(h, lib.easy_init, "curl_easy_init", missing);
+    bind(h, lib.easy_cleanup, "curl_easy_cleanup", missing);
+    bind(h, lib.easy_reset, "curl_easy_reset", missing);
+    bind(h, lib.easy_setopt, "curl_easy_setopt", missing);
+    bind(h, lib.easy_getinfo, "curl_easy_getinfo", missing);
+    bind(h, lib.easy_strerror, "curl_easy_strerror", missing);
+    bind(h, lib.multi_init, "curl_multi_init", missing);
+    bind(h, lib.multi_cleanup, "curl_multi_cleanup", missing);
+    bind(h, lib.multi_setopt, "curl_multi_setopt", missing);
+    bind(h, lib.multi_add_handle, "curl_multi_add_handle", missing);
+    bind(h, lib.multi_remove_handle, "curl_multi_remove_handle", missing);
+    bind(h, lib.multi_perform, "curl_multi_perform", missing);
+    bind(h, lib.multi_poll, "curl_multi_poll", missing);
+    bind(h, lib.multi_info_read, "curl_multi_info_read", missing);
+    bind(h, lib.share_init, "curl_share_init", missing);
+    bind(h, lib.share_setopt, "curl_share_setopt", missing);
+    bind(h, lib.share_cleanup, "curl_share_cleanup", missing);
+    bind(h, lib.slist_append, "curl_slist_append", missing);
+    bind(h, lib.slist_free_all, "curl_slist_free_all", missing);
+    if (!missing.empty()) {
+      failure =
+          "libcurl.so.4 is too old: it lacks " + missing + " (libcurl 7.66 or newer is needed)";
+      return;
+    }
+    lib.handle = h;
+    lib.global_init(CURL_GLOBAL_DEFAULT);
+  });
+  if (!lib.handle) throw Error(failure);
+  return lib;
+}
+
+/// The loaded libcurl; only called once a CurlTransport exists (it loaded it).
+const CurlLib& lib() {
+  static const CurlLib& l = load_curl();
+  return l;
+}
+
+void global_init() {
+  load_curl();
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -146,7 +235,7 @@ size_t on_header_line(char* data, size_t size, size_t n, void* user) {
 size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   long code = 0;
-  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
+  lib().easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
   if (code > 0) t->resp.status = static_cast<int>(code);
   t->deliver_headers();
   std::string_view chunk(data, size * n);
@@ -188,10 +277,10 @@ struct Session {
   std::vector<CURL*> idle;
 
   CURL* take() {
-    if (idle.empty()) return curl_easy_init();
+    if (idle.empty()) return lib().easy_init();
     CURL* e = idle.back();
     idle.pop_back();
-    curl_easy_reset(e);
+    lib().easy_reset(e);
     return e;
   }
 };
@@ -220,9 +309,9 @@ struct CurlTransport::Impl {
       }
     }
     auto* s = new Session;
-    s->multi = curl_multi_init();
-    curl_multi_setopt(s->multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
-    curl_multi_setopt(s->multi, CURLMOPT_MAX_HOST_CONNECTIONS, options.max_host_connections);
+    s->multi = lib().multi_init();
+    lib().multi_setopt(s->multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+    lib().multi_setopt(s->multi, CURLMOPT_MAX_HOST_CONNECTIONS, options.max_host_connections);
     return s;
   }
 
@@ -235,28 +324,28 @@ struct CurlTransport::Impl {
     const Request& r = *t.req;
     CURL* e = t.easy;
     t.url = r.url;
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_SHARE, share);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf.data());
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, options.user_agent.c_str());
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header_line);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, r.follow_redirects ? 1L : 0L);
-    curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+    lib().easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    lib().easy_setopt(e, CURLOPT_SHARE, share);
+    lib().easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf.data());
+    lib().easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+    lib().easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    lib().easy_setopt(e, CURLOPT_USERAGENT, options.user_agent.c_str());
+    lib().easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header_line);
+    lib().easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    lib().easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    lib().easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    lib().easy_setopt(e, CURLOPT_PRIVATE, &t);
+    lib().easy_setopt(e, CURLOPT_FOLLOWLOCATION, r.follow_redirects ? 1L : 0L);
+    lib().easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
     // The *_proxy variables are not used implicitly: "" disables them.
-    curl_easy_setopt(e, CURLOPT_PROXY, r.proxy.c_str());
+    lib().easy_setopt(e, CURLOPT_PROXY, r.proxy.c_str());
 
     // Timeouts.
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
+    lib().easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(r.connect_timeout.count()));
+    lib().easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
     if (r.read_timeout.count() > 0) {
-      curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-      curl_easy_setopt(
+      lib().easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      lib().easy_setopt(
           e, CURLOPT_LOW_SPEED_TIME,
           static_cast<long>(std::max<long long>(1, (r.read_timeout.count() + 999) / 1000)));
     }
@@ -264,25 +353,25 @@ struct CurlTransport::Impl {
     // TLS.
     const TlsConfig& tls = r.tls;
     if (tls.insecure_skip_verify) {
-      curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-      curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+      lib().easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+      lib().easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
     }
-    if (!tls.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, tls.ca_file.c_str());
+    if (!tls.ca_file.empty()) lib().easy_setopt(e, CURLOPT_CAINFO, tls.ca_file.c_str());
     if (!tls.ca_pem.empty()) {
       curl_blob blob{const_cast<char*>(tls.ca_pem.data()), tls.ca_pem.size(), CURL_BLOB_COPY};
-      curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+      lib().easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
     }
     if (!tls.client_cert_pem.empty()) {
       curl_blob blob{const_cast<char*>(tls.client_cert_pem.data()), tls.client_cert_pem.size(),
                      CURL_BLOB_COPY};
-      curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &blob);
-      curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+      lib().easy_setopt(e, CURLOPT_SSLCERT_BLOB, &blob);
+      lib().easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
     }
     if (!tls.client_key_pem.empty()) {
       curl_blob blob{const_cast<char*>(tls.client_key_pem.data()), tls.client_key_pem.size(),
                      CURL_BLOB_COPY};
-      curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &blob);
-      curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+      lib().easy_setopt(e, CURLOPT_SSLKEY_BLOB, &blob);
+      lib().easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
     }
     std::string host_header;
     if (!tls.server_name.empty()) {
@@ -292,54 +381,54 @@ struct CurlTransport::Impl {
       if (!p.host.empty()) {
         t.url = p.scheme + "://" + tls.server_name + ":" + p.port + p.rest;
         std::string connect_to = tls.server_name + ":" + p.port + ":" + p.host + ":" + p.port;
-        t.connect_to = curl_slist_append(t.connect_to, connect_to.c_str());
-        curl_easy_setopt(e, CURLOPT_CONNECT_TO, t.connect_to);
+        t.connect_to = lib().slist_append(t.connect_to, connect_to.c_str());
+        lib().easy_setopt(e, CURLOPT_CONNECT_TO, t.connect_to);
         if (!has_header(r.headers, "Host")) host_header = "Host: " + p.host + ":" + p.port;
       }
     }
-    curl_easy_setopt(e, CURLOPT_URL, t.url.c_str());
+    lib().easy_setopt(e, CURLOPT_URL, t.url.c_str());
 
     // Headers.
     for (const auto& [k, v] : r.headers) {
       std::string line = v.empty() ? k + ";" : k + ": " + v;
-      t.headers = curl_slist_append(t.headers, line.c_str());
+      t.headers = lib().slist_append(t.headers, line.c_str());
     }
-    if (!host_header.empty()) t.headers = curl_slist_append(t.headers, host_header.c_str());
+    if (!host_header.empty()) t.headers = lib().slist_append(t.headers, host_header.c_str());
     // No "Expect: 100-continue" round trip before bodies.
-    t.headers = curl_slist_append(t.headers, "Expect:");
+    t.headers = lib().slist_append(t.headers, "Expect:");
 
     // Method and body.
     const std::string& m = r.method;
     if (m == "HEAD") {
-      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+      lib().easy_setopt(e, CURLOPT_NOBODY, 1L);
     } else if (r.body_reader) {
-      curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
-      curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
-      curl_easy_setopt(e, CURLOPT_READDATA, &t);
-      curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
-      curl_easy_setopt(e, CURLOPT_SEEKDATA, &t);
+      lib().easy_setopt(e, CURLOPT_UPLOAD, 1L);
+      lib().easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+      lib().easy_setopt(e, CURLOPT_READDATA, &t);
+      lib().easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
+      lib().easy_setopt(e, CURLOPT_SEEKDATA, &t);
       if (r.body_length >= 0) {
-        curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(r.body_length));
+        lib().easy_setopt(e, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(r.body_length));
       }
-      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m.c_str());
+      lib().easy_setopt(e, CURLOPT_CUSTOMREQUEST, m.c_str());
     } else if (!r.body.empty() || m == "POST" || m == "PUT" || m == "PATCH") {
-      curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
-      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
-      if (m != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m.c_str());
+      lib().easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
+      lib().easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+      if (m != "POST") lib().easy_setopt(e, CURLOPT_CUSTOMREQUEST, m.c_str());
       if (!has_header(r.headers, "Content-Type")) {
-        t.headers = curl_slist_append(t.headers, "Content-Type:");
+        t.headers = lib().slist_append(t.headers, "Content-Type:");
       }
     } else if (m != "GET") {
-      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m.c_str());
+      lib().easy_setopt(e, CURLOPT_CUSTOMREQUEST, m.c_str());
     }
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+    lib().easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
   }
 
   void finish(Transfer& t, CURLcode code) {
     long status = 0;
-    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
+    lib().easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
     long version = 0;
-    curl_easy_getinfo(t.easy, CURLINFO_HTTP_VERSION, &version);
+    lib().easy_getinfo(t.easy, CURLINFO_HTTP_VERSION, &version);
     switch (version) {
       case CURL_HTTP_VERSION_1_0:
         t.resp.http_version = "1.0";
@@ -360,7 +449,7 @@ struct CurlTransport::Impl {
     t.resp.failure = classify(code);
     if (code != CURLE_OK) {
       t.resp.failure_message =
-          t.errbuf[0] ? std::string(t.errbuf.data()) : curl_easy_strerror(code);
+          t.errbuf[0] ? std::string(t.errbuf.data()) : lib().easy_strerror(code);
       if (t.aborted) t.resp.failure_message = "stopped by the receiver";
       // Keep the status of an answer that was cut short or stopped; otherwise 0.
       if (t.resp.failure != TransportFailure::kAborted &&
@@ -371,8 +460,8 @@ struct CurlTransport::Impl {
     }
     t.resp.status = static_cast<int>(status);
     if (code == CURLE_OK) t.deliver_headers();
-    curl_slist_free_all(t.headers);
-    curl_slist_free_all(t.connect_to);
+    lib().slist_free_all(t.headers);
+    lib().slist_free_all(t.connect_to);
     t.headers = t.connect_to = nullptr;
   }
 
@@ -389,7 +478,7 @@ struct CurlTransport::Impl {
         pending.pop_front();
         t.easy = s->take();
         setup(t);
-        curl_multi_add_handle(s->multi, t.easy);
+        lib().multi_add_handle(s->multi, t.easy);
         t.in_flight = true;
         ++in_flight;
       }
@@ -397,15 +486,15 @@ struct CurlTransport::Impl {
     start_more();
     while (in_flight > 0) {
       int running = 0;
-      CURLMcode mc = curl_multi_perform(s->multi, &running);
+      CURLMcode mc = lib().multi_perform(s->multi, &running);
       if (mc != CURLM_OK) break;
       int left = 0;
-      while (CURLMsg* msg = curl_multi_info_read(s->multi, &left)) {
+      while (CURLMsg* msg = lib().multi_info_read(s->multi, &left)) {
         if (msg->msg != CURLMSG_DONE) continue;
         Transfer* t = nullptr;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+        lib().easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
         CURLcode code = msg->data.result;
-        curl_multi_remove_handle(s->multi, msg->easy_handle);
+        lib().multi_remove_handle(s->multi, msg->easy_handle);
         finish(*t, code);
         t->in_flight = false;
         s->idle.push_back(t->easy);
@@ -418,7 +507,7 @@ struct CurlTransport::Impl {
           watched = true;
           continue;
         }
-        curl_multi_remove_handle(s->multi, t.easy);
+        lib().multi_remove_handle(s->multi, t.easy);
         t.aborted = true;
         finish(t, CURLE_ABORTED_BY_CALLBACK);
         t.in_flight = false;
@@ -427,12 +516,12 @@ struct CurlTransport::Impl {
       }
       start_more();
       if (in_flight == 0) break;
-      curl_multi_poll(s->multi, nullptr, 0, watched ? 100 : 1000, nullptr);
+      lib().multi_poll(s->multi, nullptr, 0, watched ? 100 : 1000, nullptr);
     }
     // Only reached with transfers left when the multi handle itself failed.
     for (auto& t : transfers) {
       if (t.in_flight) {
-        curl_multi_remove_handle(s->multi, t.easy);
+        lib().multi_remove_handle(s->multi, t.easy);
         t.resp.failure = TransportFailure::kOther;
         t.resp.failure_message = "internal transfer error";
         finish(t, CURLE_FAILED_INIT);
@@ -450,21 +539,21 @@ struct CurlTransport::Impl {
 CurlTransport::CurlTransport(CurlOptions options) : impl_(std::make_unique<Impl>()) {
   global_init();
   impl_->options = std::move(options);
-  impl_->share = curl_share_init();
-  curl_share_setopt(impl_->share, CURLSHOPT_LOCKFUNC, &Impl::lock);
-  curl_share_setopt(impl_->share, CURLSHOPT_UNLOCKFUNC, &Impl::unlock);
-  curl_share_setopt(impl_->share, CURLSHOPT_USERDATA, impl_.get());
-  curl_share_setopt(impl_->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-  curl_share_setopt(impl_->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  impl_->share = lib().share_init();
+  lib().share_setopt(impl_->share, CURLSHOPT_LOCKFUNC, &Impl::lock);
+  lib().share_setopt(impl_->share, CURLSHOPT_UNLOCKFUNC, &Impl::unlock);
+  lib().share_setopt(impl_->share, CURLSHOPT_USERDATA, impl_.get());
+  lib().share_setopt(impl_->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  lib().share_setopt(impl_->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
 }
 
 CurlTransport::~CurlTransport() {
   for (Session* s : impl_->pool) {
-    for (CURL* e : s->idle) curl_easy_cleanup(e);
-    curl_multi_cleanup(s->multi);
+    for (CURL* e : s->idle) lib().easy_cleanup(e);
+    lib().multi_cleanup(s->multi);
     delete s;
   }
-  curl_share_cleanup(impl_->share);
+  lib().share_cleanup(impl_->share);
 }
 
 Response CurlTransport::perform(const Request& req) {

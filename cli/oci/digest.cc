@@ -1,32 +1,89 @@
 #include "oci/digest.h"
 
+#include <dlfcn.h>
 #include <openssl/evp.h>
+
+#include <mutex>
+#include <string>
 
 #include "base/error.h"
 
 namespace ktrain::oci {
+
+namespace {
+
+/// OpenSSL's SHA-256 (SHA-NI and AVX where the CPU has them), loaded when a digest is
+/// first needed: only `build` hashes, and the other verbs do not pay for loading and
+/// relocating libcrypto when ktrain starts.
+struct Crypto {
+  EVP_MD_CTX* (*md_ctx_new)() = nullptr;
+  void (*md_ctx_free)(EVP_MD_CTX*) = nullptr;
+  const EVP_MD* (*sha256)() = nullptr;
+  int (*digest_init_ex)(EVP_MD_CTX*, const EVP_MD*, ENGINE*) = nullptr;
+  int (*digest_update)(EVP_MD_CTX*, const void*, size_t) = nullptr;
+  int (*digest_final_ex)(EVP_MD_CTX*, unsigned char*, unsigned int*) = nullptr;
+};
+
+template <typename F>
+void bind(void* handle, F*& fn, const char* name, std::string& missing) {
+  fn = reinterpret_cast<F*>(::dlsym(handle, name));
+  if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
+}
+
+const Crypto& crypto() {
+  static Crypto c;
+  static std::string failure;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* h = ::dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* why = ::dlerror();
+      failure = std::string("cannot load libcrypto.so.3 for SHA-256 (") +
+                (why ? why : "not found") + "); install libssl3 (OpenSSL 3)";
+      return;
+    }
+    std::string missing;
+    bind(h, c.md_ctx_new, "EVP_MD_CTX_new", missing);
+    bind(h, c.md_ctx_free, "EVP_MD_CTX_free", missing);
+    bind(h, c.sha256, "EVP_sha256", missing);
+    bind(h, c.digest_init_ex, "EVP_DigestInit_ex", missing);
+    bind(h, c.digest_update, "EVP_DigestUpdate", missing);
+    bind(h, c.digest_final_ex, "EVP_DigestFinal_ex", missing);
+    if (!missing.empty()) {
+      c.md_ctx_new = nullptr;
+      failure = "libcrypto.so.3 lacks " + missing;
+    }
+  });
+  if (!c.md_ctx_new) throw Error(failure);
+  return c;
+}
+
+}  // namespace
 
 struct Sha256::Impl {
   EVP_MD_CTX* ctx = nullptr;
 };
 
 Sha256::Sha256() : impl_(std::make_unique<Impl>()) {
-  impl_->ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr);
+  const Crypto& c = crypto();
+  impl_->ctx = c.md_ctx_new();
+  if (!impl_->ctx || c.digest_init_ex(impl_->ctx, c.sha256(), nullptr) != 1) {
+    throw Error("SHA-256: OpenSSL could not start a digest");
+  }
 }
 
 Sha256::~Sha256() {
-  EVP_MD_CTX_free(impl_->ctx);
+  crypto().md_ctx_free(impl_->ctx);
 }
 
 void Sha256::update(std::string_view data) {
-  EVP_DigestUpdate(impl_->ctx, data.data(), data.size());
+  crypto().digest_update(impl_->ctx, data.data(), data.size());
 }
 
 std::string Sha256::finish() {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_DigestFinal_ex(impl_->ctx, md, &len);
+  crypto().digest_final_ex(impl_->ctx, md, &len);
   static const char kHex[] = "0123456789abcdef";
   std::string out = "sha256:";
   for (unsigned int i = 0; i < len; ++i) {

@@ -1,13 +1,16 @@
 #include "render/render.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <map>
-#include <regex>
+#include <mutex>
 #include <string>
+#include <string_view>
 
 #include "base/env.h"
 #include "base/error.h"
+#include "base/names.h"
 #include "render/merge_patch.h"
 #include "render/templates.h"
 #include "render/workloads.h"
@@ -18,16 +21,18 @@ namespace {
 
 using nlohmann::ordered_json;
 
-/// The embedded skeletons, parsed once.
-const std::map<std::string, ordered_json>& embedded_parsed() {
-  static const std::map<std::string, ordered_json> parsed = [] {
-    std::map<std::string, ordered_json> m;
-    for (const auto& t : embedded_templates()) {
-      m[t.name] = parse_yaml_document(t.content, std::string("templates/") + t.name);
-    }
-    return m;
-  }();
-  return parsed;
+/// The embedded skeleton `file`, parsed the first time it is needed (a run needs two or
+/// three of the six; parsing YAML is most of what a render costs).
+const ordered_json* embedded_parsed(const std::string& file) {
+  static std::mutex mu;
+  static std::map<std::string, ordered_json> parsed;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = parsed.find(file); it != parsed.end()) return &it->second;
+  for (const auto& t : embedded_templates()) {
+    if (t.name != file) continue;
+    return &(parsed[file] = parse_yaml_document(t.content, std::string("templates/") + t.name));
+  }
+  return nullptr;
 }
 
 /// Loads skeletons from the embedded set or from --templates DIR (each file once).
@@ -40,10 +45,9 @@ class TemplateSource {
 
   ordered_json load(const std::string& file) {
     if (dir_.empty()) {
-      const auto& all = embedded_parsed();
-      auto it = all.find(file);
-      if (it == all.end()) throw Error("no embedded template " + file + " (a build problem)");
-      return it->second;
+      const ordered_json* t = embedded_parsed(file);
+      if (!t) throw Error("no embedded template " + file + " (a build problem)");
+      return *t;
     }
     auto it = cache_.find(file);
     if (it != cache_.end()) return it->second;
@@ -122,8 +126,7 @@ std::string default_run_id(const project::Project& project, const RenderOptions&
 }
 
 void validate_run_id(const project::Project& project, const std::string& run_id) {
-  static const std::regex label("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
-  if (!std::regex_match(run_id, label)) {
+  if (!is_dns1123_label(run_id)) {
     throw UsageError("--run-id '" + run_id +
                      "': a run id must be lower-case letters, digits and '-', starting and "
                      "ending with a letter or digit (e.g. 7f3k2)");
@@ -142,14 +145,38 @@ void validate_run_id(const project::Project& project, const std::string& run_id)
 }
 
 std::string multiply_quantity(const std::string& quantity, int n) {
-  static const std::regex form(
-      "([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([numkMGTPE]|[KMGTPE]i|[eE][-+]?[0-9]+)?");
-  std::smatch m;
-  if (!std::regex_match(quantity, m, form) || n < 0) {
+  // (digits[.digits] | .digits) then a suffix: one of n u m k M G T P E, a binary
+  // Ki..Ei, or an exponent e3 / E-2.
+  std::size_t cut = 0;
+  while (cut < quantity.size() &&
+         (std::isdigit(static_cast<unsigned char>(quantity[cut])) || quantity[cut] == '.')) {
+    ++cut;
+  }
+  const std::string mantissa = quantity.substr(0, cut);
+  const std::string suffix = quantity.substr(cut);
+  const bool mantissa_ok = std::count(mantissa.begin(), mantissa.end(), '.') <= 1 &&
+                           std::any_of(mantissa.begin(), mantissa.end(), [](char c) {
+                             return std::isdigit(static_cast<unsigned char>(c)) != 0;
+                           });
+  auto suffix_ok = [&suffix] {
+    if (suffix.empty()) return true;
+    if (suffix.size() == 1)
+      return std::string_view("numkMGTPE").find(suffix[0]) != std::string_view::npos;
+    if (suffix.size() == 2 && suffix[1] == 'i') {
+      return std::string_view("KMGTPE").find(suffix[0]) != std::string_view::npos;
+    }
+    if (suffix[0] != 'e' && suffix[0] != 'E') return false;
+    std::size_t i = 1;
+    if (suffix[i] == '-' || suffix[i] == '+') ++i;
+    if (i >= suffix.size()) return false;
+    for (; i < suffix.size(); ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(suffix[i]))) return false;
+    }
+    return true;
+  };
+  if (!mantissa_ok || !suffix_ok() || n < 0) {
     throw Error("'" + quantity + "' is not a Kubernetes quantity (e.g. 500m, 2, 64Gi)");
   }
-  const std::string mantissa = m[1].str();
-  const std::string suffix = m[3].str();
   std::string digits;
   std::size_t frac = 0;
   bool after_point = false;

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
+#include <string_view>
 
 #include <yaml-cpp/yaml.h>
 
@@ -40,27 +40,81 @@ std::optional<bool> bool_word(const std::string& s) {
   return std::nullopt;
 }
 
+/// Whether `s` is one or more characters, each satisfying `ok`.
+template <typename Pred>
+bool all_chars(std::string_view s, Pred ok) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!ok(c)) return false;
+  }
+  return true;
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
 /// An integer in YAML 1.2 core form (decimal, 0o octal, 0x hex), if `s` is one that fits.
 std::optional<std::int64_t> int_word(const std::string& s) {
-  static const std::regex dec("[-+]?[0-9]+"), oct("0o[0-7]+"), hex("0x[0-9a-fA-F]+");
+  const std::string_view v = s;
+  const std::string_view unsigned_part =
+      !v.empty() && (v[0] == '-' || v[0] == '+') ? v.substr(1) : v;
   try {
-    if (std::regex_match(s, dec)) return std::stoll(s, nullptr, 10);
-    if (std::regex_match(s, oct)) return std::stoll(s.substr(2), nullptr, 8);
-    if (std::regex_match(s, hex)) return std::stoll(s.substr(2), nullptr, 16);
+    if (all_chars(unsigned_part, is_digit)) return std::stoll(s, nullptr, 10);
+    if (v.size() > 2 && v[0] == '0' && v[1] == 'o' &&
+        all_chars(v.substr(2), [](char c) { return c >= '0' && c <= '7'; })) {
+      return std::stoll(s.substr(2), nullptr, 8);
+    }
+    if (v.size() > 2 && v[0] == '0' && v[1] == 'x' && all_chars(v.substr(2), [](char c) {
+          return std::isxdigit(static_cast<unsigned char>(c));
+        })) {
+      return std::stoll(s.substr(2), nullptr, 16);
+    }
   } catch (const std::out_of_range&) {
     return std::nullopt;
   }
   return std::nullopt;
 }
 
+/// A float in YAML 1.2 core form: [-+]?(.[0-9]+|[0-9]+(.[0-9]*)?)([eE][-+]?[0-9]+)?,
+/// [-+]?.inf (any of .inf .Inf .INF) or .nan (.nan .NaN .NAN).
 std::optional<double> float_word(const std::string& s) {
-  static const std::regex num("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?");
-  static const std::regex inf("[-+]?\\.(inf|Inf|INF)");
-  static const std::regex nan("\\.(nan|NaN|NAN)");
-  if (std::regex_match(s, num)) return std::stod(s);
-  if (std::regex_match(s, inf)) return s[0] == '-' ? -INFINITY : INFINITY;
-  if (std::regex_match(s, nan)) return NAN;
-  return std::nullopt;
+  const size_t n = s.size();
+  size_t i = 0;
+  const bool sign = n > 0 && (s[0] == '-' || s[0] == '+');
+  if (sign) ++i;
+  const std::string_view rest = std::string_view(s).substr(i);
+  if (rest == ".inf" || rest == ".Inf" || rest == ".INF") {
+    return s[0] == '-' ? -INFINITY : INFINITY;
+  }
+  if (!sign && (rest == ".nan" || rest == ".NaN" || rest == ".NAN")) return NAN;
+  auto digits = [&] {
+    const size_t start = i;
+    while (i < n && is_digit(s[i])) ++i;
+    return i - start;
+  };
+  bool ok;
+  if (i < n && s[i] == '.') {
+    ++i;
+    ok = digits() > 0;
+  } else {
+    ok = digits() > 0;
+    if (ok && i < n && s[i] == '.') {
+      ++i;
+      digits();
+    }
+  }
+  if (ok && i < n && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < n && (s[i] == '-' || s[i] == '+')) ++i;
+    ok = digits() > 0;
+  }
+  if (!ok || i != n) return std::nullopt;
+  try {
+    return std::stod(s);
+  } catch (const std::out_of_range&) {
+    return s[0] == '-' ? -INFINITY : INFINITY;
+  }
 }
 
 ordered_json scalar_to_json(const YAML::Node& node, const std::string& where) {

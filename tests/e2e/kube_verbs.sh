@@ -307,7 +307,7 @@ k -n ml-serving scale resnet50-serve
 expect_eq "$rc" "2" "scale without a change: exit 2"
 k -n ml-serving scale nosuch --replicas 1
 expect_eq "$rc" "1" "scale of an unknown deployment: exit 1"
-expect_eq "$err" "ktrain: error: scaling nosuch: deployment \"nosuch\" not found in namespace \"ml-serving\"" "scale of an unknown deployment: message"
+expect_eq "$err" "ktrain: error: scaling nosuch: deployment \"nosuch\" not found in namespace \"ml-serving\" (pass -n NAMESPACE to look in another)" "scale of an unknown deployment: message"
 cat >"$work/web.yaml" <<'YAML'
 name: web
 image: registry.example.com/ml/web:1.0.0
@@ -329,9 +329,9 @@ echo "== errors"
 sed '/^    token:/d' "$KUBECONFIG" >"$work/nocred.kubeconfig"
 k --kubeconfig "$work/nocred.kubeconfig" list
 expect_eq "$rc" "3" "no credentials: exit 3"
-expect_contains "$err" "the API server rejected the credentials of user 'token-user' from kubeconfig $work/nocred.kubeconfig" "no credentials: says who"
+expect_contains "$err" "the API server wants credentials, and user 'token-user' in kubeconfig $work/nocred.kubeconfig has none" "no credentials: says who"
 expect_contains "$err" "401 Unauthorized" "no credentials: the status"
-expect_contains "$err" "log in again or refresh the credentials" "no credentials: what to do"
+expect_contains "$err" "add a token, a client certificate or an exec plugin to that user" "no credentials: what to do"
 sed 's/^    token: .*/    token: not-the-token/' "$KUBECONFIG" >"$work/wrong.kubeconfig"
 k --kubeconfig "$work/wrong.kubeconfig" submit -f ok.yaml --run-id t
 expect_eq "$rc" "3" "wrong token: exit 3"
@@ -345,6 +345,9 @@ k submit -f ok.yaml --run-id f
 expect_eq "$rc" "3" "403: exit 3"
 expect_contains "$err" "403 Forbidden: jobs.batch \"ok-f\" is forbidden: User \"test-user\" cannot patch resource \"jobs\" in API group \"batch\" in the namespace \"default\"" "403: the server's words"
 expect_contains "$err" "(user 'token-user' of context 'token' in kubeconfig $KUBECONFIG is not allowed to do this; ask a cluster admin for the RBAC permission)" "403: plain words"
+expect_contains "$err" "(the 2 objects this submit had created were removed)" "403: what was created is removed"
+left="$(api_curl "/api/v1/namespaces/default/secrets?labelSelector=ktrain.dev/run=ok-f" | json 'len(d["items"])')$(api_curl "/api/v1/namespaces/default/services?labelSelector=ktrain.dev/run=ok-f" | json 'len(d["items"])')"
+expect_eq "$left" "00" "403: no Secret or Service left behind"
 admin DELETE /_test/forbid >/dev/null
 
 # 429 with Retry-After: waited for, then the answer.

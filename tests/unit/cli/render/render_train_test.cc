@@ -405,4 +405,10 @@ TEST_CASE("render: multiply_quantity keeps suffixes and decimals") {
   CHECK(multiply_quantity(".5", 3) == "1.5");
   CHECK_THROWS_AS(multiply_quantity("16GB", 2), Error);
   CHECK_THROWS_AS(multiply_quantity("", 2), Error);
+  CHECK_THROWS_AS(multiply_quantity(".", 2), Error);
+  CHECK_THROWS_AS(multiply_quantity("1.2.3", 2), Error);
+  CHECK_THROWS_AS(multiply_quantity("5e", 2), Error);
+  CHECK_THROWS_AS(multiply_quantity("5Xi", 2), Error);
+  CHECK(multiply_quantity("5.", 2) == "10");
+  CHECK(multiply_quantity("2E-1", 2) == "4E-1");
 }
