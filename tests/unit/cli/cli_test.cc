@@ -4,29 +4,14 @@
 #include <string>
 #include <vector>
 
-#include "cmd/command.h"
+#include "cli_runner.h"
 
 namespace {
 
-struct CliRun {
-  int status = 0;
-  std::string out;
-  std::string err;
-};
+using ktrain::testing::CliRun;
 
 CliRun run(std::vector<const char*> args) {
-  std::ostringstream out, err;
-  std::istringstream in;
-  ktrain::Env env;
-  env.in = &in;
-  env.out = &out;
-  env.err = &err;
-  args.insert(args.begin(), "ktrain");
-  CliRun r;
-  r.status = ktrain::cmd::run_cli(static_cast<int>(args.size()), args.data(), env);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
+  return ktrain::testing::run_cli(std::move(args));
 }
 
 }  // namespace

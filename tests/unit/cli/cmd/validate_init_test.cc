@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../cli_runner.h"
 #include "base/error.h"
 #include "cmd/command.h"
 #include "cmd/init.h"
@@ -37,25 +38,10 @@ class MemoryFileSystem : public ktrain::FileSystem {
   }
 };
 
-struct Run {
-  int status = 0;
-  std::string out, err;
-};
+using Run = ktrain::testing::CliRun;
 
 Run run(MemoryFileSystem& fs, std::vector<const char*> args, const std::string& stdin_text = "") {
-  std::ostringstream out, err;
-  std::istringstream in(stdin_text);
-  ktrain::Env env;
-  env.in = &in;
-  env.out = &out;
-  env.err = &err;
-  env.fs = &fs;
-  args.insert(args.begin(), "ktrain");
-  Run r;
-  r.status = ktrain::cmd::run_cli(static_cast<int>(args.size()), args.data(), env);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
+  return ktrain::testing::run_cli(std::move(args), &fs, stdin_text);
 }
 
 const char* const kValid =

@@ -6,16 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cmd/command.h"
+#include "../cli_runner.h"
 #include "render_test_util.h"
 
 namespace {
 
-struct CliRun {
-  int status = 0;
-  std::string out;
-  std::string err;
-};
+using ktrain::testing::CliRun;
 
 const char* const kProject = R"(name: demo
 image: registry.example.com/ml/demo:v1
@@ -25,19 +21,7 @@ train:
 )";
 
 CliRun run(ktrain::render::testing::MemoryFileSystem& fs, std::vector<const char*> args) {
-  std::ostringstream out, err;
-  std::istringstream in;
-  ktrain::Env env;
-  env.in = &in;
-  env.out = &out;
-  env.err = &err;
-  env.fs = &fs;
-  args.insert(args.begin(), "ktrain");
-  CliRun r;
-  r.status = ktrain::cmd::run_cli(static_cast<int>(args.size()), args.data(), env);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
+  return ktrain::testing::run_cli(std::move(args), &fs);
 }
 
 }  // namespace
