@@ -47,7 +47,8 @@ class KubeBackend : public Backend {
                     const std::function<bool()>& cancelled) override;
 
   /// Each rank's current pod log (concurrently fetched, printed rank by rank); with
-  /// follow, every rank's stream at once until they end.
+  /// follow (and not previous), follow_kube_logs: every rank's stream, found by watching
+  /// the run's pods, exactly once across dropped streams, until the run ends.
   void logs(const std::string& run, const LogOptions& opts, const LogSink& sink) override;
 
   /// Deletes the run's Jobs, Services, PodGroups, Secrets, Deployments and HPAs by label
