@@ -1,7 +1,6 @@
 #include "net/curl_transport.h"
 
 #include <curl/curl.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <array>
@@ -10,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/dynlib.h"
 #include "base/error.h"
 
 namespace ktrain::net {
@@ -21,7 +21,7 @@ namespace {
 /// network (render, validate, init, completion, version) would pay for loading and
 /// relocating all of them on every run.
 struct CurlLib {
-  void* handle = nullptr;
+  bool loaded = false;
   CURLcode (*global_init)(long) = nullptr;
   CURL* (*easy_init)() = nullptr;
   void (*easy_cleanup)(CURL*) = nullptr;
@@ -44,55 +44,42 @@ struct CurlLib {
   void (*slist_free_all)(curl_slist*) = nullptr;
 };
 
-template <typename F>
-void bind(void* handle, F*& fn, const char* name, std::string& missing) {
-  fn = reinterpret_cast<F*>(::dlsym(handle, name));
-  if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
-}
-
 /// Loads libcurl (once) and calls curl_global_init; throws Error when it cannot.
 const CurlLib& load_curl() {
   static CurlLib lib;
   static std::string failure;
   static std::once_flag once;
   std::call_once(once, [] {
-    void* h = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* why = ::dlerror();
-      failure = std::string("cannot load libcurl.so.4 (") + (why ? why : "not found") +
-                "); install libcurl4 (Debian/Ubuntu) or libcurl (Fedora)";
-      return;
-    }
-    std::string missing;
-    bind(h, lib.global_init, "curl_global_init", missing);
-    bind(h, lib.easy_init, "curl_easy_init", missing);
-    bind(h, lib.easy_cleanup, "curl_easy_cleanup", missing);
-    bind(h, lib.easy_reset, "curl_easy_reset", missing);
-    bind(h, lib.easy_setopt, "curl_easy_setopt", missing);
-    bind(h, lib.easy_getinfo, "curl_easy_getinfo", missing);
-    bind(h, lib.easy_strerror, "curl_easy_strerror", missing);
-    bind(h, lib.multi_init, "curl_multi_init", missing);
-    bind(h, lib.multi_cleanup, "curl_multi_cleanup", missing);
-    bind(h, lib.multi_setopt, "curl_multi_setopt", missing);
-    bind(h, lib.multi_add_handle, "curl_multi_add_handle", missing);
-    bind(h, lib.multi_remove_handle, "curl_multi_remove_handle", missing);
-    bind(h, lib.multi_perform, "curl_multi_perform", missing);
-    bind(h, lib.multi_poll, "curl_multi_poll", missing);
-    bind(h, lib.multi_info_read, "curl_multi_info_read", missing);
-    bind(h, lib.share_init, "curl_share_init", missing);
-    bind(h, lib.share_setopt, "curl_share_setopt", missing);
-    bind(h, lib.share_cleanup, "curl_share_cleanup", missing);
-    bind(h, lib.slist_append, "curl_slist_append", missing);
-    bind(h, lib.slist_free_all, "curl_slist_free_all", missing);
-    if (!missing.empty()) {
+    DynamicLibrary dl("libcurl.so.4");
+    dl.bind(lib.global_init, "curl_global_init");
+    dl.bind(lib.easy_init, "curl_easy_init");
+    dl.bind(lib.easy_cleanup, "curl_easy_cleanup");
+    dl.bind(lib.easy_reset, "curl_easy_reset");
+    dl.bind(lib.easy_setopt, "curl_easy_setopt");
+    dl.bind(lib.easy_getinfo, "curl_easy_getinfo");
+    dl.bind(lib.easy_strerror, "curl_easy_strerror");
+    dl.bind(lib.multi_init, "curl_multi_init");
+    dl.bind(lib.multi_cleanup, "curl_multi_cleanup");
+    dl.bind(lib.multi_setopt, "curl_multi_setopt");
+    dl.bind(lib.multi_add_handle, "curl_multi_add_handle");
+    dl.bind(lib.multi_remove_handle, "curl_multi_remove_handle");
+    dl.bind(lib.multi_perform, "curl_multi_perform");
+    dl.bind(lib.multi_poll, "curl_multi_poll");
+    dl.bind(lib.multi_info_read, "curl_multi_info_read");
+    dl.bind(lib.share_init, "curl_share_init");
+    dl.bind(lib.share_setopt, "curl_share_setopt");
+    dl.bind(lib.share_cleanup, "curl_share_cleanup");
+    dl.bind(lib.slist_append, "curl_slist_append");
+    dl.bind(lib.slist_free_all, "curl_slist_free_all");
+    if (!dl.ok()) {
       failure =
-          "libcurl.so.4 is too old: it lacks " + missing + " (libcurl 7.66 or newer is needed)";
+          dl.error() + "; install libcurl4 (Debian/Ubuntu) or libcurl (Fedora), 7.66 or newer";
       return;
     }
-    lib.handle = h;
+    lib.loaded = true;
     lib.global_init(CURL_GLOBAL_DEFAULT);
   });
-  if (!lib.handle) throw Error(failure);
+  if (!lib.loaded) throw Error(failure);
   return lib;
 }
 

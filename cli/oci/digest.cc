@@ -1,11 +1,11 @@
 #include "oci/digest.h"
 
-#include <dlfcn.h>
 #include <openssl/evp.h>
 
 #include <mutex>
 #include <string>
 
+#include "base/dynlib.h"
 #include "base/error.h"
 
 namespace ktrain::oci {
@@ -24,34 +24,21 @@ struct Crypto {
   int (*digest_final_ex)(EVP_MD_CTX*, unsigned char*, unsigned int*) = nullptr;
 };
 
-template <typename F>
-void bind(void* handle, F*& fn, const char* name, std::string& missing) {
-  fn = reinterpret_cast<F*>(::dlsym(handle, name));
-  if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
-}
-
 const Crypto& crypto() {
   static Crypto c;
   static std::string failure;
   static std::once_flag once;
   std::call_once(once, [] {
-    void* h = ::dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* why = ::dlerror();
-      failure = std::string("cannot load libcrypto.so.3 for SHA-256 (") +
-                (why ? why : "not found") + "); install libssl3 (OpenSSL 3)";
-      return;
-    }
-    std::string missing;
-    bind(h, c.md_ctx_new, "EVP_MD_CTX_new", missing);
-    bind(h, c.md_ctx_free, "EVP_MD_CTX_free", missing);
-    bind(h, c.sha256, "EVP_sha256", missing);
-    bind(h, c.digest_init_ex, "EVP_DigestInit_ex", missing);
-    bind(h, c.digest_update, "EVP_DigestUpdate", missing);
-    bind(h, c.digest_final_ex, "EVP_DigestFinal_ex", missing);
-    if (!missing.empty()) {
+    DynamicLibrary dl("libcrypto.so.3");
+    dl.bind(c.md_ctx_new, "EVP_MD_CTX_new");
+    dl.bind(c.md_ctx_free, "EVP_MD_CTX_free");
+    dl.bind(c.sha256, "EVP_sha256");
+    dl.bind(c.digest_init_ex, "EVP_DigestInit_ex");
+    dl.bind(c.digest_update, "EVP_DigestUpdate");
+    dl.bind(c.digest_final_ex, "EVP_DigestFinal_ex");
+    if (!dl.ok()) {
       c.md_ctx_new = nullptr;
-      failure = "libcrypto.so.3 lacks " + missing;
+      failure = dl.error() + ", needed for SHA-256; install libssl3 (OpenSSL 3)";
     }
   });
   if (!c.md_ctx_new) throw Error(failure);

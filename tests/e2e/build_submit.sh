@@ -71,6 +71,11 @@ out=$("$B/ktrain" submit --build --local -f "$proj/ktrain.yaml" 2>&1); rc=$?
 set -e
 expect_eq "$rc" 2 "--build --local is a usage error"
 expect_contains "$out" "--build" "the message names --build"
+set +e
+out=$("$B/ktrain" submit --insecure-registry "$REGISTRY" -f "$proj/ktrain.yaml" 2>&1); rc=$?
+set -e
+expect_eq "$rc" 2 "--insecure-registry without --build is a usage error"
+expect_contains "$out" "--insecure-registry is for --build" "the message says what it is for"
 sed -i '/^  build:/,/^    repository:/d; s/^image:$/image: busybox:1/' "$proj/ktrain.yaml"
 set +e
 out=$("$B/ktrain" submit --build -f "$proj/ktrain.yaml" --run-id four 2>&1); rc=$?
