@@ -121,17 +121,6 @@ ContainerState container_state(const json& pod, const std::string& container) {
   return ContainerState::kNone;
 }
 
-/// The lines of one chunk; LogLines are reused from chunk to chunk, so their strings
-/// keep their memory instead of being allocated for every line.
-struct LineBatch {
-  std::vector<LogLine> lines;
-  size_t used = 0;
-  LogLine& next() {
-    if (used == lines.size()) lines.emplace_back();
-    return lines[used++];
-  }
-};
-
 /// Follows one run; see follow_kube_logs.
 class Follower {
  public:
@@ -399,22 +388,6 @@ class Follower {
     return false;
   }
 
-  /// Hands `lines` to the sink in order, then flushes; empties `lines`. False when the
-  /// follow stops.
-  bool emit_batch(LineBatch& lines) {
-    if (lines.used == 0) return !stop_;
-    std::lock_guard<std::mutex> lk(sink_mu_);
-    bool ok = !stop_;
-    for (size_t i = 0; ok && i < lines.used; ++i) ok = sink_(lines.lines[i]);
-    lines.used = 0;
-    if (opts_.flush) opts_.flush();
-    if (!ok && !stop_) {
-      stop_ = true;
-      cv_.notify_all();
-    }
-    return ok;
-  }
-
   void notice(int index, const std::string& text) {
     LogLine n;
     n.rank = index;
@@ -437,6 +410,17 @@ class Follower {
     return !stop_;
   }
 
+  /// Waits (at most kSettleWait) until the pod watch shows the pod's container
+  /// terminated or the pod deleted; returns the container's state as known then.
+  ContainerState wait_settled(const std::string& uid) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait_for(lk, kSettleWait, [&] {
+      const PodView& pv = pods_[uid];
+      return stop_ || pv.deleted || pv.state == ContainerState::kTerminated;
+    });
+    return pods_[uid].state;
+  }
+
   ContainerState known_state(const std::string& uid) {
     std::lock_guard<std::mutex> lk(mu_);
     return pods_[uid].state;
@@ -457,21 +441,25 @@ class Follower {
     bool first = true;
     int failures = 0;
 
-    // Lines of one chunk are gathered, then handed to the sink under one lock: with
-    // many streams, a lock per line would cost more than the lines.
-    LineBatch batch;
+    // A line goes to the sink straight from the chunk it came in, through one LogLine
+    // shared by every stream (under sink_mu_): with hundreds of streams, a buffer of
+    // lines per stream would cost more memory than the lines. False when the follow
+    // stops.
     auto handle_line = [&](std::string_view raw) {
       const auto sp = raw.find(' ');
       std::optional<std::int64_t> ts;
       if (sp != std::string_view::npos && sp >= 20) ts = timestamps.parse(raw.substr(0, sp));
-      if (ts && !dedup.accept(*ts)) return;
+      if (ts && !dedup.accept(*ts)) return true;
       std::string_view text = ts ? raw.substr(sp + 1) : raw;
       if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-      if (!rank_prefix_.empty() && text.substr(0, rank_prefix_.size()) != rank_prefix_) return;
-      LogLine& line = batch.next();
+      if (!rank_prefix_.empty() && text.substr(0, rank_prefix_.size()) != rank_prefix_) {
+        return true;
+      }
+      LogLine& line = scratch_;
       line.rank = index;
       line.timestamp.assign(ts ? raw.substr(0, sp) : std::string_view());
       line.text.assign(text);
+      return sink_(line);
     };
 
     // The pod is gone: say so unless its container was seen to finish.
@@ -500,25 +488,46 @@ class Follower {
       req.headers = {{"Accept", "*/*"}};
       req.timeout = std::chrono::milliseconds(0);
       req.cancelled = [this] { return stop_.load(); };
+      req.lean = true;
       int status = 0;
       bool progressed = false;
       bool stopped = false;
-      std::string partial, error_body;
+      std::string partial, error_body;  // partial: a line not yet ended by "\n"
       req.on_headers = [&status](int s, const net::Headers&) { status = s; };
       req.on_data = [&](std::string_view data) {
         if (status < 200 || status >= 300) {
           error_body.append(data);
           return true;
         }
-        partial.append(data);
+        std::lock_guard<std::mutex> lk(sink_mu_);
+        bool ok = !stop_;
         size_t start = 0;
-        for (size_t nl; (nl = partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+        if (ok && !partial.empty()) {
+          const size_t nl = data.find('\n');
+          if (nl == std::string_view::npos) {
+            partial.append(data);
+            return true;
+          }
+          partial.append(data.substr(0, nl));
           progressed = true;
-          handle_line(std::string_view(partial).substr(start, nl - start));
+          ok = handle_line(partial);
+          partial.clear();
+          if (partial.capacity() > kKeptLineBytes) partial.shrink_to_fit();
+          start = nl + 1;
         }
-        partial.erase(0, start);
-        if (!emit_batch(batch)) {
+        for (size_t nl; ok && (nl = data.find('\n', start)) != std::string_view::npos;
+             start = nl + 1) {
+          progressed = true;
+          ok = handle_line(data.substr(start, nl - start));
+        }
+        if (ok) partial.assign(data.substr(start));
+        if (opts_.flush) opts_.flush();
+        if (!ok) {
           stopped = true;
+          if (!stop_) {
+            stop_ = true;
+            cv_.notify_all();
+          }
           return false;
         }
         return true;
@@ -529,20 +538,24 @@ class Follower {
 
       if (resp.failure == net::TransportFailure::kNone && status >= 200 && status < 300) {
         // The stream ended: the container finished, the pod went away, or the
-        // connection was closed politely in the middle (then resume).
-        auto pod = client_.get_if_exists(pod_path);
-        if (!pod) {
-          gone();
-          return;
-        }
-        {
+        // connection was closed politely in the middle (then resume). The pod watch
+        // usually tells which by now; the API server is asked only when it has not
+        // (hundreds of streams ending together would otherwise all ask at once).
+        bool terminated = wait_settled(uid) == ContainerState::kTerminated;
+        if (!terminated) {
+          auto pod = client_.get_if_exists(pod_path);
+          if (!pod) {
+            gone();
+            return;
+          }
           std::lock_guard<std::mutex> lk(mu_);
           update_pod(*pod, false);
+          terminated = container_state(*pod, container_) == ContainerState::kTerminated;
         }
-        if (container_state(*pod, container_) == ContainerState::kTerminated) {
+        if (terminated) {
           if (!partial.empty()) {
-            handle_line(partial);  // a last line without "\n"
-            emit_batch(batch);
+            std::lock_guard<std::mutex> lk(sink_mu_);  // a last line without "\n"
+            if (!stop_ && !handle_line(partial)) stop_ = true;
           }
           return;
         }
@@ -590,6 +603,10 @@ class Follower {
   };
 
   static constexpr int kMaxFailures = 30;
+  /// How long a stream that ended waits for the pod watch to say why.
+  static constexpr std::chrono::milliseconds kSettleWait{500};
+  /// A stream's unfinished line keeps at most this much memory once it has ended.
+  static constexpr size_t kKeptLineBytes = 4096;
 
   kube::Client& client_;
   const Env& env_;
@@ -617,6 +634,7 @@ class Follower {
 
   std::atomic<bool> stop_{false};
   std::mutex sink_mu_;
+  LogLine scratch_;  ///< the line handed to the sink (under sink_mu_)
   std::vector<std::thread> watchers_;
   std::vector<std::thread> streams_;
 };

@@ -26,6 +26,12 @@ class DynamicLibrary {
     fn = handle_ ? reinterpret_cast<F*>(::dlsym(handle_, name)) : nullptr;
     if (handle_ && !fn) missing_ += std::string(missing_.empty() ? "" : ", ") + name;
   }
+  /// Sets `fn` to the symbol `name`, or nullptr when the library lacks it (a feature
+  /// used when present).
+  template <typename F>
+  void bind_optional(F*& fn, const char* name) {
+    fn = handle_ ? reinterpret_cast<F*>(::dlsym(handle_, name)) : nullptr;
+  }
   /// Opened, and every bound symbol found.
   bool ok() const { return handle_ && missing_.empty(); }
   /// Why not ok(): the library could not be opened, or which symbols it lacks.

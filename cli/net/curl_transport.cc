@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "base/dynlib.h"
 #include "base/error.h"
@@ -37,11 +39,16 @@ struct CurlLib {
   CURLMcode (*multi_perform)(CURLM*, int*) = nullptr;
   CURLMcode (*multi_poll)(CURLM*, struct curl_waitfd[], unsigned int, int, int*) = nullptr;
   CURLMsg* (*multi_info_read)(CURLM*, int*) = nullptr;
+  CURLMcode (*multi_wakeup)(CURLM*) = nullptr;
   CURLSH* (*share_init)() = nullptr;
   CURLSHcode (*share_setopt)(CURLSH*, CURLSHoption, ...) = nullptr;
   CURLSHcode (*share_cleanup)(CURLSH*) = nullptr;
   curl_slist* (*slist_append)(curl_slist*, const char*) = nullptr;
   void (*slist_free_all)(curl_slist*) = nullptr;
+  curl_version_info_data* (*version_info)(CURLversion) = nullptr;
+  /// OpenSSL's SSL_CTX_ctrl, reached through libcurl's own dependencies when libcurl
+  /// runs on OpenSSL (else nullptr): sets SSL_MODE_RELEASE_BUFFERS on lean streams.
+  long (*ssl_ctx_ctrl)(void*, int, long, void*) = nullptr;
 };
 
 /// Loads libcurl (once) and calls curl_global_init; throws Error when it cannot.
@@ -66,18 +73,24 @@ const CurlLib& load_curl() {
     dl.bind(lib.multi_perform, "curl_multi_perform");
     dl.bind(lib.multi_poll, "curl_multi_poll");
     dl.bind(lib.multi_info_read, "curl_multi_info_read");
+    dl.bind(lib.multi_wakeup, "curl_multi_wakeup");
     dl.bind(lib.share_init, "curl_share_init");
     dl.bind(lib.share_setopt, "curl_share_setopt");
     dl.bind(lib.share_cleanup, "curl_share_cleanup");
     dl.bind(lib.slist_append, "curl_slist_append");
     dl.bind(lib.slist_free_all, "curl_slist_free_all");
+    dl.bind(lib.version_info, "curl_version_info");
     if (!dl.ok()) {
       failure =
-          dl.error() + "; install libcurl4 (Debian/Ubuntu) or libcurl (Fedora), 7.66 or newer";
+          dl.error() + "; install libcurl4 (Debian/Ubuntu) or libcurl (Fedora), 7.68 or newer";
       return;
     }
     lib.loaded = true;
     lib.global_init(CURL_GLOBAL_DEFAULT);
+    const curl_version_info_data* v = lib.version_info(CURLVERSION_NOW);
+    if (v && v->ssl_version && std::string_view(v->ssl_version).substr(0, 8) == "OpenSSL/") {
+      dl.bind_optional(lib.ssl_ctx_ctrl, "SSL_CTX_ctrl");
+    }
   });
   if (!lib.loaded) throw Error(failure);
   return lib;
@@ -187,6 +200,7 @@ struct Transfer {
   bool headers_delivered = false;
   bool aborted = false;
   bool in_flight = false;
+  bool done = false;  ///< finished (lean streams: set by the loop thread, under its mutex)
   std::array<char, CURL_ERROR_SIZE> errbuf{};
 
   void deliver_headers() {
@@ -251,6 +265,19 @@ int on_seek(void* user, curl_off_t offset, int origin) {
   return CURL_SEEKFUNC_OK;
 }
 
+/// CURLOPT_SSL_CTX_FUNCTION of lean streams: OpenSSL frees a connection's read and
+/// write buffers (some 34 KiB) whenever they are empty, rather than keeping them.
+CURLcode release_tls_buffers(CURL*, void* ssl_ctx, void*) {
+  constexpr int kSslCtrlMode = 33;             // SSL_CTRL_MODE
+  constexpr long kSslModeReleaseBuffers = 16;  // SSL_MODE_RELEASE_BUFFERS
+  lib().ssl_ctx_ctrl(ssl_ctx, kSslCtrlMode, kSslModeReleaseBuffers, nullptr);
+  return CURLE_OK;
+}
+
+// (The receive buffer stays at libcurl's 16 KiB: libcurl 7.88 copies whole HTTP/2
+// frames, up to 16 KiB, into it, and overruns a smaller one.)
+constexpr long kLeanUploadBufferBytes = 16384;  // libcurl's smallest
+
 bool has_header(const Headers& h, std::string_view name) {
   return std::any_of(h.begin(), h.end(), [&](const auto& kv) { return iequals(kv.first, name); });
 }
@@ -278,6 +305,28 @@ struct CurlTransport::Impl {
   std::array<std::mutex, CURL_LOCK_DATA_LAST> locks;
   std::mutex pool_mutex;
   std::vector<Session*> pool;
+
+  /// Single requests (perform, and perform_all of one) from every thread run on one
+  /// multi handle, driven by one thread started with the first of them: a multi handle
+  /// costs some 30 KiB of tables, and hundreds of followed logs, each on a multi handle
+  /// of its own, would spend more on those than on their connections. All of them
+  /// share that handle's connections (and over HTTP/2, one connection). The caller's
+  /// thread waits for its request to end while the loop thread calls its callbacks; a
+  /// callback that makes a request of its own gets a session of its own instead.
+  struct Loop {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    std::vector<Transfer*> incoming;  ///< queued by callers, taken by the loop
+    bool quit = false;
+    CURLM* multi = nullptr;
+    std::vector<CURL*> idle;
+    std::thread thread;
+    std::thread::id thread_id;
+  };
+  std::once_flag loop_once;
+  Loop loop;
+  /// Easy handles the loop keeps for reuse once their streams have ended.
+  static constexpr size_t kLoopIdleHandles = 16;
 
   static void lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
     static_cast<Impl*>(user)->locks[static_cast<size_t>(data)].lock();
@@ -335,6 +384,13 @@ struct CurlTransport::Impl {
       lib().easy_setopt(
           e, CURLOPT_LOW_SPEED_TIME,
           static_cast<long>(std::max<long long>(1, (r.read_timeout.count() + 999) / 1000)));
+    }
+
+    if (r.lean) {
+      // Over TLS, libcurl copies the request into an upload buffer (64 KiB unless
+      // told) before sending it; a GET needs the least there is.
+      lib().easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, kLeanUploadBufferBytes);
+      if (lib().ssl_ctx_ctrl) lib().easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, release_tls_buffers);
     }
 
     // TLS.
@@ -452,6 +508,100 @@ struct CurlTransport::Impl {
     t.headers = t.connect_to = nullptr;
   }
 
+  /// Runs one request on the shared loop; returns when it has ended.
+  Response run_one(const Request& req) {
+    std::call_once(loop_once, [this] {
+      loop.multi = lib().multi_init();
+      lib().multi_setopt(loop.multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+      // Streams run until their end: none may wait for a connection slot.
+      lib().multi_setopt(loop.multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+      loop.thread = std::thread([this] { run_loop(); });
+      loop.thread_id = loop.thread.get_id();
+    });
+    if (std::this_thread::get_id() == loop.thread_id) return std::move(run({&req}).front());
+    Transfer t;
+    t.req = &req;
+    {
+      std::unique_lock<std::mutex> lk(loop.mu);
+      loop.incoming.push_back(&t);
+      lib().multi_wakeup(loop.multi);
+      loop.done_cv.wait(lk, [&] { return t.done; });
+    }
+    return std::move(t.resp);
+  }
+
+  void run_loop() {
+    std::vector<Transfer*> active;
+    auto end = [&](Transfer& t, CURLcode code) {
+      lib().multi_remove_handle(loop.multi, t.easy);
+      if (code == CURLE_ABORTED_BY_CALLBACK) t.aborted = true;
+      finish(t, code);
+      if (loop.idle.size() < kLoopIdleHandles) {
+        loop.idle.push_back(t.easy);
+      } else {
+        lib().easy_cleanup(t.easy);
+      }
+      std::lock_guard<std::mutex> lk(loop.mu);
+      t.done = true;
+      loop.done_cv.notify_all();
+    };
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lk(loop.mu);
+        if (loop.quit) break;
+        for (Transfer* t : loop.incoming) {
+          if (loop.idle.empty()) {
+            t->easy = lib().easy_init();
+          } else {
+            t->easy = loop.idle.back();
+            loop.idle.pop_back();
+            lib().easy_reset(t->easy);
+          }
+          setup(*t);
+          lib().multi_add_handle(loop.multi, t->easy);
+          active.push_back(t);
+        }
+        loop.incoming.clear();
+      }
+      int running = 0;
+      lib().multi_perform(loop.multi, &running);
+      int left = 0;
+      while (CURLMsg* msg = lib().multi_info_read(loop.multi, &left)) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        Transfer* t = nullptr;
+        lib().easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+        const CURLcode code = msg->data.result;
+        active.erase(std::find(active.begin(), active.end(), t));
+        end(*t, code);
+      }
+      bool watched = false;  // some stream can be cancelled: look again within 100 ms
+      for (size_t i = 0; i < active.size();) {
+        Transfer* t = active[i];
+        if (t->req->cancelled && t->req->cancelled()) {
+          active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
+          end(*t, CURLE_ABORTED_BY_CALLBACK);
+          continue;
+        }
+        watched = watched || static_cast<bool>(t->req->cancelled);
+        ++i;
+      }
+      lib().multi_poll(loop.multi, nullptr, 0, watched ? 100 : 1000, nullptr);
+    }
+    for (Transfer* t : active) end(*t, CURLE_ABORTED_BY_CALLBACK);
+  }
+
+  void stop_loop() {
+    if (!loop.thread.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lk(loop.mu);
+      loop.quit = true;
+    }
+    lib().multi_wakeup(loop.multi);
+    loop.thread.join();
+    for (CURL* e : loop.idle) lib().easy_cleanup(e);
+    lib().multi_cleanup(loop.multi);
+  }
+
   std::vector<Response> run(const std::vector<const Request*>& reqs) {
     std::vector<Transfer> transfers(reqs.size());
     for (size_t i = 0; i < reqs.size(); ++i) transfers[i].req = reqs[i];
@@ -535,6 +685,7 @@ CurlTransport::CurlTransport(CurlOptions options) : impl_(std::make_unique<Impl>
 }
 
 CurlTransport::~CurlTransport() {
+  impl_->stop_loop();
   for (Session* s : impl_->pool) {
     for (CURL* e : s->idle) lib().easy_cleanup(e);
     lib().multi_cleanup(s->multi);
@@ -544,10 +695,11 @@ CurlTransport::~CurlTransport() {
 }
 
 Response CurlTransport::perform(const Request& req) {
-  return std::move(impl_->run({&req}).front());
+  return impl_->run_one(req);
 }
 
 std::vector<Response> CurlTransport::perform_all(const std::vector<Request>& reqs) {
+  if (reqs.size() == 1) return {impl_->run_one(reqs.front())};
   std::vector<const Request*> ptrs;
   ptrs.reserve(reqs.size());
   for (const auto& r : reqs) ptrs.push_back(&r);

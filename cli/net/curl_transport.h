@@ -28,6 +28,11 @@ struct CurlOptions {
 ///   host is replaced by the server name (which curl then sends as SNI and verifies
 ///   the certificate against) while CURLOPT_CONNECT_TO sends the connection to the
 ///   original host and port, and the Host header keeps the original authority;
+/// - single requests from every thread (perform, and perform_all of one request) run
+///   on one multi handle driven by one thread of the transport's own, so hundreds of
+///   followed logs and watches cost one set of tables and share connections; the
+///   calling thread waits while that thread calls the request's callbacks (which
+///   therefore should not block for long);
 /// - failures below HTTP come back classified (TransportFailure).
 /// Safe to call from several threads at once.
 class CurlTransport : public HttpTransport {

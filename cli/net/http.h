@@ -69,6 +69,10 @@ struct Request {
   /// ends it with TransportFailure::kAborted. For streams that wait a long time for
   /// data (followed logs, watches) and must stop on a deadline or Ctrl-C.
   std::function<bool()> cancelled;
+  /// A long-lived stream that waits for data most of its life (a followed log, a
+  /// watch): it keeps small send buffers, and its TLS buffers are released while it
+  /// idles, so that hundreds of them stay cheap.
+  bool lean = false;
 };
 
 /// What kind of failure happened below HTTP.
