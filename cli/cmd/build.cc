@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "base/error.h"
@@ -249,36 +250,6 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
                 " " + launcher_layer.digest.substr(0, 19) +
                 (launcher_layer.from_cache ? " (cached)" : ""));
 
-  // The workspace layer.
-  oci::LayerSource ws;
-  ws.root = context;
-  ws.prefix = strip_slashes(b.workdir);
-  ws.ignore.add(".git");
-  std::string ignore_file;
-  for (const char* name : {".ktrainignore", ".dockerignore"}) {
-    const std::string p = context + "/" + name;
-    if (env.fs->exists(p)) {
-      ws.ignore.add_file_text(env.fs->read_file(p));
-      ignore_file = p;
-      break;
-    }
-  }
-  for (const auto& i : b.ignore) ws.ignore.add(i);
-  lo.progress = [&](std::uint64_t n) { progress.bytes("workspace layer", n); };
-  oci::LayerBlob ws_layer;
-  try {
-    ws_layer = oci::make_layer(ws, lo, "image.build.context '" + context + "'");
-  } catch (const Error& e) {
-    if (e.exit_status() == exit_code::kUsage && !ignore_file.empty()) {
-      throw Error(std::string(e.what()) + "; " + ignore_file + " may exclude everything",
-                  exit_code::kUsage);
-    }
-    throw;
-  }
-  progress.step("layer workspace: " + human_bytes(static_cast<double>(ws_layer.tar_size)) + " -> " +
-                human_bytes(static_cast<double>(ws_layer.size)) + " " + opts.compression + " " +
-                ws_layer.digest.substr(0, 19) + (ws_layer.from_cache ? " (cached)" : ""));
-
   // The registry client.
   net::CurlTransport curl;
   net::RetryPolicy policy;
@@ -309,6 +280,61 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
   oci::Image base = oci::image_from_manifest(base_manifest.bytes, base_config);
   progress.step("base " + base_ref.str() + ": " + std::to_string(base.layers.size()) + " layers, " +
                 base_manifest.digest.substr(0, 19));
+
+  // The workspace layer.
+  oci::LayerSource ws;
+  ws.root = context;
+  ws.prefix = strip_slashes(b.workdir);
+  ws.ignore.add(".git");
+  std::string ignore_file;
+  for (const char* name : {".ktrainignore", ".dockerignore"}) {
+    const std::string p = context + "/" + name;
+    if (env.fs->exists(p)) {
+      ws.ignore.add_file_text(env.fs->read_file(p));
+      ignore_file = p;
+      break;
+    }
+  }
+  for (const auto& i : b.ignore) ws.ignore.add(i);
+  lo.progress = [&](std::uint64_t n) { progress.bytes("workspace layer", n); };
+  // When pushing, the workspace layer (the big one) goes to the registry while it is
+  // built, chunk by chunk, so that compressing and uploading overlap; if that fails,
+  // the layer is uploaded from its file below, as any other. Not when the folder is
+  // unchanged since the cache last saw it (a --no-cache rebuild): the registry most
+  // likely has that layer, and it is looked for there first, as a cached one is.
+  const oci::Repo repo{target.registry, target.repository};
+  std::optional<oci::BlobUploadStream> ws_stream;
+  const bool unchanged = opts.no_cache && oci::indexed_digest(ws, lo, cache_dir(env)).has_value();
+  if (opts.output.empty() && !opts.no_stream && !unchanged) {
+    ws_stream.emplace(client, repo);
+    lo.tee = [&](std::string_view d) { ws_stream->write(d); };
+  }
+  oci::LayerBlob ws_layer;
+  try {
+    ws_layer = oci::make_layer(ws, lo, "image.build.context '" + context + "'");
+  } catch (const Error& e) {
+    if (e.exit_status() == exit_code::kUsage && !ignore_file.empty()) {
+      throw Error(std::string(e.what()) + "; " + ignore_file + " may exclude everything",
+                  exit_code::kUsage);
+    }
+    throw;
+  }
+  progress.step("layer workspace: " + human_bytes(static_cast<double>(ws_layer.tar_size)) + " -> " +
+                human_bytes(static_cast<double>(ws_layer.size)) + " " + opts.compression + " " +
+                ws_layer.digest.substr(0, 19) + (ws_layer.from_cache ? " (cached)" : ""));
+  lo.tee = nullptr;
+  bool ws_streamed = false;  // the registry has the workspace layer already
+  if (ws_stream && ws_stream->size() > 0) {
+    ws_streamed = ws_stream->finish(ws_layer.digest);
+    if (ws_streamed) {
+      progress.step("uploaded layer " + ws_layer.digest.substr(0, 19) + " (" +
+                    human_bytes(static_cast<double>(ws_layer.size)) + ", while it was built)");
+    } else if (env.global.verbose > 0) {
+      env.warn("uploading the workspace layer while it was built failed (" + ws_stream->error() +
+               "); uploading it from its file");
+    }
+  }
+  ws_stream.reset();
 
   // The new image.
   oci::ConfigChanges ch;
@@ -342,10 +368,10 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
   }
 
   // Push: blobs the registry lacks, then the manifest.
-  const oci::Repo repo{target.registry, target.repository};
   std::uint64_t present = 0;
   for (const auto& l : img.layers) {
     const std::string short_digest = l.desc.digest.substr(0, 19);
+    if (ws_streamed && l.desc.digest == ws_layer.digest) continue;
     if (client.blob_exists(repo, l.desc.digest)) {
       ++present;
       continue;
@@ -459,6 +485,8 @@ void add_build_command(CLI::App& app, Env& env, CommandResult& result) {
   sub->add_option("--tag", opts->tags, "Also push under this tag (repeatable)");
   sub->add_option("--compression", opts->compression, "Layer compression: gzip (default) or zstd");
   sub->add_flag("--no-cache", opts->no_cache, "Rebuild every layer instead of reusing cached ones");
+  sub->add_flag("--no-stream", opts->no_stream,
+                "Upload the workspace layer after building it rather than while building it");
   sub->callback([opts, &env, &result] {
     opts->validate();
     result.status = opts->run(env);

@@ -20,6 +20,7 @@ struct BuildOptions {
   std::vector<std::string> tags;                 ///< --tag T: also push under these tags
   std::string compression = "gzip";              ///< --compression gzip|zstd
   bool no_cache = false;                         ///< --no-cache: rebuild every layer
+  bool no_stream = false;  ///< --no-stream: upload the workspace layer after building it
 
   /// Throws UsageError for bad flag values.
   void validate() const;

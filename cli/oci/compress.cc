@@ -1,10 +1,11 @@
 #include "oci/compress.h"
 
-#include <zlib.h>
+#include <libdeflate.h>
 #include <zstd.h>
 
 #include <deque>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -17,38 +18,46 @@ namespace {
 constexpr size_t kGzipBlock = 1 << 20;  // input bytes per gzip member
 // Level 1 (as go-containerregistry uses): several times faster than the default level
 // for a modestly larger output; the upload, not the CPU, should bound a build.
+// Members are made with libdeflate, which compresses a whole buffer at once two to
+// three times faster than zlib's streaming deflate at the same level, and computes
+// the CRC-32 with carry-less multiplication.
 constexpr int kGzipLevel = 1;
 
+/// A libdeflate compressor of one level.
+class Deflater {
+ public:
+  explicit Deflater(int level) : c_(libdeflate_alloc_compressor(level)) {
+    if (!c_) throw Error("gzip: cannot allocate a compressor");
+  }
+  ~Deflater() { libdeflate_free_compressor(c_); }
+  Deflater(const Deflater&) = delete;
+  Deflater& operator=(const Deflater&) = delete;
+  libdeflate_compressor* get() const { return c_; }
+
+ private:
+  libdeflate_compressor* c_;
+};
+
 /// Whether `in` looks incompressible (random or already compressed data): its first
-/// 64 KiB shrink by less than 3%. Such blocks are stored, which costs no CPU, instead
-/// of being searched for matches that are not there. Depends only on the content.
-bool incompressible(const std::string& in) {
+/// 64 KiB do not shrink by 3%. Such blocks are stored, which costs no CPU, instead of
+/// being searched for matches that are not there. Depends only on the content.
+bool incompressible(const std::string& in, const Deflater& fast) {
   constexpr size_t kProbe = 64 * 1024;
   if (in.size() < kProbe) return false;
-  uLongf out_len = compressBound(kProbe);
-  std::string out(out_len, '\0');
-  if (compress2(reinterpret_cast<Bytef*>(out.data()), &out_len,
-                reinterpret_cast<const Bytef*>(in.data()), kProbe, 1) != Z_OK) {
-    return false;
-  }
-  return out_len > kProbe * 97 / 100;
+  std::string out(kProbe * 97 / 100, '\0');
+  // 0: the compressed probe does not fit in 97% of its size.
+  return libdeflate_deflate_compress(fast.get(), in.data(), kProbe, out.data(), out.size()) == 0;
 }
 
 std::string gzip_member(const std::string& in) {
-  z_stream z{};
-  const int level = incompressible(in) ? 0 : kGzipLevel;
-  if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    throw Error("gzip: cannot initialise zlib");
-  }
-  std::string out(deflateBound(&z, in.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  int rc = deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  if (rc != Z_STREAM_END) throw Error("gzip: compression failed");
+  Deflater fast(kGzipLevel);
+  std::optional<Deflater> stored;
+  const Deflater* d = &fast;
+  if (incompressible(in, fast)) d = &stored.emplace(0);
+  std::string out(libdeflate_gzip_compress_bound(d->get(), in.size()), '\0');
+  const size_t n = libdeflate_gzip_compress(d->get(), in.data(), in.size(), out.data(), out.size());
+  if (n == 0) throw Error("gzip: compression failed");
+  out.resize(n);
   return out;
 }
 

@@ -184,6 +184,33 @@ std::string fingerprint(const LayerSource& src, const LayerOptions& opts, std::u
   return h.finish();
 }
 
+namespace {
+
+/// The cache index entry of `src` (one per folder, prefix and compression).
+std::string index_path_of(const LayerSource& src, const LayerOptions& opts,
+                          const std::string& cache_dir) {
+  const std::string key =
+      digest_hex(sha256_digest(fs::absolute(src.root).string() + "\n" + clean_prefix(src.prefix) +
+                               "\n" + compression_name(opts.compression)));
+  return cache_dir + "/index/" + key + ".json";
+}
+
+}  // namespace
+
+std::optional<std::string> indexed_digest(const LayerSource& src, const LayerOptions& opts,
+                                          const std::string& cache_dir) {
+  std::error_code ec;
+  const std::string index_path = index_path_of(src, opts, cache_dir);
+  if (!fs::exists(index_path, ec)) return std::nullopt;
+  try {
+    auto j = nlohmann::json::parse(read_text(index_path));
+    if (j.at("fingerprint") != fingerprint(src, opts, nullptr)) return std::nullopt;
+    return j.at("digest").get<std::string>();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std::string& what) {
   const std::string prefix = clean_prefix(src.prefix);
   std::string index_path;
@@ -191,12 +218,9 @@ LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std
   std::uint64_t files = 0;
   if (!opts.cache_dir.empty()) {
     fp = fingerprint(src, opts, &files);
-    const std::string key =
-        digest_hex(sha256_digest(fs::absolute(src.root).string() + "\n" + prefix + "\n" +
-                                 compression_name(opts.compression)));
     fs::create_directories(opts.cache_dir + "/index");
     fs::create_directories(opts.cache_dir + "/blobs/sha256");
-    index_path = opts.cache_dir + "/index/" + key + ".json";
+    index_path = index_path_of(src, opts, opts.cache_dir);
     std::error_code ec;
     if (fs::exists(index_path, ec)) {
       try {
@@ -236,7 +260,12 @@ LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std
     Sha256 tar_hash;
     std::uint64_t tar_size = 0;
     auto compressor = make_compressor(
-        opts.compression, [&](std::string_view d) { out.write(d); }, opts.threads);
+        opts.compression,
+        [&](std::string_view d) {
+          out.write(d);
+          if (opts.tee) opts.tee(d);
+        },
+        opts.threads);
     TarWriter tar(
         [&](std::string_view d) {
           tar_hash.update(d);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "oci/compress.h"
@@ -64,6 +65,9 @@ struct LayerOptions {
   unsigned threads = 0;    ///< compression threads, 0 = all cores
   /// Called as uncompressed bytes go by (total so far).
   std::function<void(std::uint64_t)> progress;
+  /// When set, also handed the compressed bytes as they are made (in order), so that
+  /// they can be uploaded while the layer is built. Not called for a cached layer.
+  std::function<void(std::string_view)> tee;
   /// Called for each entry skipped (special files).
   std::function<void(const std::string&)> skipped;
 };
@@ -71,6 +75,13 @@ struct LayerOptions {
 /// Builds (or finds in the cache) the layer of `src`. Throws Error when the folder
 /// contains no file once the ignore rules are applied (`what` names it in the message).
 LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std::string& what);
+
+/// The digest of the layer that the cache in `cache_dir` holds for `src`, when that
+/// entry was made from the folder as it is now (every entry's metadata unchanged),
+/// even if its blob is gone; nullopt otherwise. Tells whether a rebuild will most
+/// likely make a layer the registry has seen already.
+std::optional<std::string> indexed_digest(const LayerSource& src, const LayerOptions& opts,
+                                          const std::string& cache_dir);
 
 /// A stable fingerprint of everything make_layer reads: each entry's path, type, mode,
 /// size, modification time, inode and link target, plus the layer settings.

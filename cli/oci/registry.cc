@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -462,6 +463,135 @@ void RegistryClient::upload_blob(
       continue;
     }
     fail(doing, put, pr, repo);
+  }
+}
+
+std::string RegistryClient::start_upload(const Repo& repo) {
+  const std::string base = base_url(repo.registry);
+  net::Request start;
+  start.method = "POST";
+  start.idempotent = true;
+  start.url = base + "/v2/" + repo.repository + "/blobs/uploads/";
+  net::Response r = send(start, repo, true);
+  if (r.status != 202) fail("starting an upload to " + repo.str(), start, r, repo);
+  return absolute(base, r.header("Location").value_or(""));
+}
+
+std::string RegistryClient::upload_chunk(const Repo& repo, const std::string& location,
+                                         std::uint64_t offset, std::string_view bytes) {
+  net::Request patch;
+  patch.method = "PATCH";
+  patch.url = location;
+  patch.headers = {
+      {"Content-Type", "application/octet-stream"},
+      {"Content-Range", std::to_string(offset) + "-" + std::to_string(offset + bytes.size() - 1)}};
+  patch.body_length = static_cast<std::int64_t>(bytes.size());
+  patch.body_reader = [bytes](std::uint64_t off, char* buf, std::size_t len) -> std::size_t {
+    if (off >= bytes.size()) return 0;
+    const std::size_t n = std::min<std::size_t>(len, bytes.size() - off);
+    std::memcpy(buf, bytes.data() + off, n);
+    return n;
+  };
+  net::Response r = send(patch, repo, true);
+  if (r.status != 202) {
+    fail("uploading bytes " + std::to_string(offset) + "+ to " + repo.str(), patch, r, repo);
+  }
+  uploaded_ += bytes.size();
+  return absolute(base_url(repo.registry), r.header("Location").value_or(location));
+}
+
+void RegistryClient::finish_upload(const Repo& repo, const std::string& location,
+                                   const std::string& digest, std::uint64_t size) {
+  net::Request put;
+  put.method = "PUT";
+  put.url = with_query(location, "digest=" + url_escape(digest));
+  put.headers = {{"Content-Type", "application/octet-stream"}};
+  put.body_length = 0;
+  net::Response r = send(put, repo, true);
+  if (!(r.status == 201 || r.status == 204 || r.ok())) {
+    fail("closing the upload of blob " + digest + " (" + std::to_string(size) + " bytes) to " +
+             repo.str(),
+         put, r, repo);
+  }
+}
+
+void RegistryClient::cancel_upload(const Repo& repo, const std::string& location) {
+  net::Request del;
+  del.method = "DELETE";
+  del.url = location;
+  (void)send(del, repo, true);
+}
+
+BlobUploadStream::BlobUploadStream(RegistryClient& client, Repo repo, std::size_t chunk)
+    : client_(client), repo_(std::move(repo)), chunk_(chunk) {
+  filling_.reserve(chunk_);
+}
+
+BlobUploadStream::~BlobUploadStream() {
+  wait_in_flight();
+  if (!location_.empty() && !closed_) {
+    try {
+      client_.cancel_upload(repo_, location_);
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+void BlobUploadStream::write(std::string_view data) {
+  if (failed_) return;
+  size_ += data.size();
+  while (!data.empty()) {
+    const size_t n = std::min(data.size(), chunk_ - filling_.size());
+    filling_.append(data.substr(0, n));
+    data.remove_prefix(n);
+    if (filling_.size() == chunk_) send_filled();
+    if (failed_) return;
+  }
+}
+
+bool BlobUploadStream::wait_in_flight() {
+  if (!in_flight_) return !failed_;
+  try {
+    location_ = in_flight_->get();
+  } catch (const std::exception& e) {
+    if (!failed_) error_ = e.what();
+    failed_ = true;
+  }
+  in_flight_.reset();
+  return !failed_;
+}
+
+void BlobUploadStream::send_filled() {
+  if (!wait_in_flight()) return;
+  try {
+    if (location_.empty()) location_ = client_.start_upload(repo_);
+  } catch (const std::exception& e) {
+    error_ = e.what();
+    failed_ = true;
+    return;
+  }
+  const std::uint64_t offset = sent_;
+  sent_ += filling_.size();
+  in_flight_ = std::async(std::launch::async,
+                          [this, offset, bytes = std::move(filling_), location = location_] {
+                            return client_.upload_chunk(repo_, location, offset, bytes);
+                          });
+  filling_ = std::string();
+  filling_.reserve(chunk_);
+}
+
+bool BlobUploadStream::finish(const std::string& digest) {
+  if (!filling_.empty() && !failed_) send_filled();
+  if (!wait_in_flight()) return false;
+  try {
+    if (location_.empty()) location_ = client_.start_upload(repo_);  // an empty blob
+    client_.finish_upload(repo_, location_, digest, size_);
+    closed_ = true;
+    return true;
+  } catch (const std::exception& e) {
+    error_ = e.what();
+    failed_ = true;
+    return false;
   }
 }
 

@@ -6,9 +6,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/image_ref.h"
@@ -66,6 +69,17 @@ class RegistryClient {
   void upload_blob(const Repo& repo, const std::string& digest, std::uint64_t size,
                    const std::function<std::size_t(std::uint64_t, char*, std::size_t)>& reader,
                    const std::function<void(std::uint64_t)>& progress = nullptr);
+  /// Opens an upload session in `repo`; returns its location (for the calls below).
+  std::string start_upload(const Repo& repo);
+  /// Sends `bytes` at `offset` of the session (a PATCH with Content-Range); returns the
+  /// session's next location. Throws Error when the registry refuses.
+  std::string upload_chunk(const Repo& repo, const std::string& location, std::uint64_t offset,
+                           std::string_view bytes);
+  /// Closes the session as blob `digest` of `size` bytes (all sent with upload_chunk).
+  void finish_upload(const Repo& repo, const std::string& location, const std::string& digest,
+                     std::uint64_t size);
+  /// Abandons a session (DELETE; failures are ignored).
+  void cancel_upload(const Repo& repo, const std::string& location);
   /// Whether a manifest with this digest exists (HEAD).
   bool manifest_exists(const Repo& repo, const std::string& digest);
   /// Puts a manifest under `reference` (a tag or its digest).
@@ -93,6 +107,49 @@ class RegistryClient {
   std::map<std::string, std::string> auth_header_;  // registry -> Authorization value
   std::map<std::string, Credentials> creds_cache_;
   std::atomic<std::uint64_t> uploaded_{0};
+};
+
+/// A blob uploaded while it is being made, before its digest is known: bytes come in
+/// through write(), in order; each `chunk` bytes go to the registry as one PATCH of an
+/// upload session, sent on a thread of its own while the next chunk fills (one chunk in
+/// flight and one filling: memory stays at two chunks, and a registry slower than the
+/// maker slows it down rather than piling bytes up). finish() sends the rest and closes
+/// the session with the digest. A failure is kept, not thrown: what comes after is
+/// dropped, finish() returns false, and the caller uploads the blob from its file as
+/// usual (error() says why, for -v).
+class BlobUploadStream {
+ public:
+  BlobUploadStream(RegistryClient& client, Repo repo, std::size_t chunk = 8u << 20);
+  /// Waits for the chunk in flight; abandons a session that finish() did not close.
+  ~BlobUploadStream();
+  BlobUploadStream(const BlobUploadStream&) = delete;
+  BlobUploadStream& operator=(const BlobUploadStream&) = delete;
+
+  /// Appends bytes (the session opens with the first of them).
+  void write(std::string_view data);
+  /// Sends what is left and closes the session as blob `digest`; true when the registry
+  /// has the blob.
+  bool finish(const std::string& digest);
+  /// Bytes handed to write() so far.
+  std::uint64_t size() const { return size_; }
+  /// Why the stream failed ("" when it has not).
+  const std::string& error() const { return error_; }
+
+ private:
+  void send_filled();
+  bool wait_in_flight();
+
+  RegistryClient& client_;
+  Repo repo_;
+  std::size_t chunk_;
+  std::string filling_;
+  std::uint64_t size_ = 0;  ///< bytes written
+  std::uint64_t sent_ = 0;  ///< bytes handed to PATCHes
+  std::string location_;
+  std::optional<std::future<std::string>> in_flight_;  ///< the next location
+  bool failed_ = false;
+  bool closed_ = false;
+  std::string error_;
 };
 
 /// The host to send API requests to: docker.io is served by registry-1.docker.io.

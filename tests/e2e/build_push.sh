@@ -50,6 +50,8 @@ ref=$(cat "$work/out1")
 [[ $ref =~ ^$PROXY/team/hello@sha256:[0-9a-f]{64}$ ]] || fail "unexpected reference '$ref'"
 first=$(count)
 [ "$first" -gt 0 ] || fail "the first build uploaded nothing"
+grep -q "uploaded layer sha256:.*while it was built" "$work/err1" ||
+  fail "the first build did not upload the workspace layer while building it: $(cat "$work/err1")"
 echo "first build: $ref, $first bytes uploaded"
 
 # Read back with skopeo.
@@ -119,10 +121,21 @@ skopeo inspect --no-tags --tls-verify=false --raw "docker://${ref3/$PROXY/$REGIS
 expect=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["layers"][-1]["size"] + m["config"]["size"])' "$work/manifest3.json")
 [ "$delta" = "$expect" ] || fail "a one-file change uploaded $delta bytes, expected $expect (workspace layer + config)"
 echo "one file changed: $delta bytes uploaded (workspace layer + config)"
+grep -q "while it was built" "$work/err3" || fail "the changed layer was not streamed"
+
+# --no-stream: the changed layer is uploaded after it is built, the same bytes once.
+echo 'print("changed again")' >> "$proj/train.py"
+before=$(count)
+ref4=$("$B/ktrain" build --no-stream -f "$proj/ktrain.yaml" 2> "$work/err4")
+! grep -q "while it was built" "$work/err4" || fail "--no-stream streamed"
+grep -q "^ktrain build: uploaded layer sha256:" "$work/err4" || fail "--no-stream: no upload shown"
+skopeo inspect --no-tags --tls-verify=false --raw "docker://${ref4/$PROXY/$REGISTRY}" > "$work/manifest4.json"
+expect=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["layers"][-1]["size"] + m["config"]["size"])' "$work/manifest4.json")
+[ "$(( $(count) - before ))" = "$expect" ] || fail "--no-stream uploaded $(( $(count) - before )) bytes, expected $expect"
 
 # --output oci:DIR writes a layout that skopeo reads, with the same digest.
 refo=$("$B/ktrain" build -f "$proj/ktrain.yaml" --output "oci:$work/ocidir" 2> /dev/null)
-[ "$refo" = "oci:$work/ocidir@${ref3#*@}" ] || fail "layout reference $refo"
+[ "$refo" = "oci:$work/ocidir@${ref4#*@}" ] || fail "layout reference $refo"
 skopeo inspect "oci:$work/ocidir" > /dev/null || fail "skopeo cannot read the layout"
 
 # --dockerfile.

@@ -37,12 +37,22 @@ class ScriptedTransport : public HttpTransport {
  public:
   std::deque<Response> script;
   std::vector<Request> seen;
+  /// The body of each request in `seen` (read through body_reader when it has one).
+  std::vector<std::string> bodies;
 
   Response perform(const Request& req) override {
     Response r;
     {
       std::lock_guard<std::mutex> g(mutex_);
       seen.push_back(req);
+      std::string body = req.body;
+      if (req.body_reader) {
+        char buf[4096];
+        for (std::size_t n; (n = req.body_reader(body.size(), buf, sizeof buf)) > 0;) {
+          body.append(buf, n);
+        }
+      }
+      bodies.push_back(std::move(body));
       if (script.empty()) {
         r = canned(599, "script exhausted");
       } else {

@@ -191,3 +191,73 @@ TEST_CASE("registry: parse_challenge") {
   CHECK(p["service"] == "svc");
   CHECK(p["scope"] == "repository:x:pull");
 }
+
+TEST_CASE("registry: a blob streamed while it is made goes in PATCHes of whole chunks") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  t.script = {canned(202, "", {{"Location", "/v2/app/blobs/uploads/u1"}}),
+              canned(202, "", {{"Location", "/v2/app/blobs/uploads/u2"}}),
+              canned(202, "", {{"Location", "/v2/app/blobs/uploads/u3"}}),
+              canned(202, "", {{"Location", "/v2/app/blobs/uploads/u4"}}), canned(201)};
+  RegistryClient c(t, creds);
+  const std::string data = "0123456789abcdefghij";  // 20 bytes: chunks of 8, 8 and 4
+  {
+    BlobUploadStream s(c, {"127.0.0.1:5000", "app"}, 8);
+    s.write(data.substr(0, 3));
+    CHECK(t.seen.empty());  // nothing before a chunk is full
+    s.write(data.substr(3, 12));
+    s.write(data.substr(15));
+    CHECK(s.size() == data.size());
+    REQUIRE(s.finish(sha256_digest(data)));
+    CHECK(s.error().empty());
+  }
+  REQUIRE(t.seen.size() == 5);
+  CHECK(t.seen[0].method == "POST");
+  CHECK(t.seen[1].method == "PATCH");
+  CHECK(t.seen[1].url == "http://127.0.0.1:5000/v2/app/blobs/uploads/u1");
+  CHECK(header(t.seen[1], "Content-Range") == "0-7");
+  CHECK(t.bodies[1] == "01234567");
+  CHECK(t.seen[2].url == "http://127.0.0.1:5000/v2/app/blobs/uploads/u2");
+  CHECK(header(t.seen[2], "Content-Range") == "8-15");
+  CHECK(t.bodies[2] == "89abcdef");
+  CHECK(header(t.seen[3], "Content-Range") == "16-19");
+  CHECK(t.bodies[3] == "ghij");
+  CHECK(t.seen[4].method == "PUT");
+  CHECK(t.seen[4].url == "http://127.0.0.1:5000/v2/app/blobs/uploads/u4?digest=sha256%3A" +
+                             sha256_digest(data).substr(7));
+  CHECK(t.bodies[4].empty());
+  CHECK(c.bytes_uploaded() == data.size());
+}
+
+TEST_CASE("registry: a refused chunk stops the stream; the session is abandoned, not thrown") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  t.script = {canned(202, "", {{"Location", "/v2/app/blobs/uploads/u1"}}),
+              canned(416, R"({"errors":[{"code":"BLOB_UPLOAD_INVALID","message":"bad range"}]})"),
+              canned(204)};
+  RegistryClient c(t, creds);
+  {
+    BlobUploadStream s(c, {"127.0.0.1:5000", "app"}, 4);
+    s.write("abcdefgh");  // the first chunk goes out; the second waits for it and fails
+    s.write("ijkl");      // dropped
+    CHECK_FALSE(s.finish(sha256_digest("abcdefghijkl")));
+    CHECK(s.error().find("bad range") != std::string::npos);
+    CHECK(s.error().find("PATCH") != std::string::npos);
+  }
+  REQUIRE(t.seen.size() == 3);
+  CHECK(t.seen[1].method == "PATCH");
+  CHECK(t.seen[2].method == "DELETE");  // abandoned when the stream went away
+  CHECK(t.seen[2].url == "http://127.0.0.1:5000/v2/app/blobs/uploads/u1");
+}
+
+TEST_CASE("registry: a stream that cannot open a session fails quietly") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  t.script = {canned(403, R"({"errors":[{"code":"DENIED","message":"no push"}]})")};
+  RegistryClient c(t, creds);
+  BlobUploadStream s(c, {"127.0.0.1:5000", "app"}, 4);
+  s.write("abcdefgh");
+  CHECK_FALSE(s.finish(sha256_digest("abcdefgh")));
+  CHECK(s.error().find("no push") != std::string::npos);
+  CHECK(t.seen.size() == 1);  // nothing sent after the refusal
+}
