@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "base/dynlib.h"
 #include "base/error.h"
 
 namespace ktrain::oci {
@@ -103,18 +104,49 @@ class ParallelGzip : public Compressor {
   bool any_ = false;
 };
 
+/// libzstd, loaded when the first zstd layer is made rather than when ktrain starts
+/// (gzip is the default; every other verb would pay for loading it).
+struct ZstdLib {
+  decltype(&ZSTD_createCCtx) create = nullptr;
+  decltype(&ZSTD_freeCCtx) free = nullptr;
+  decltype(&ZSTD_CCtx_setParameter) set = nullptr;
+  decltype(&ZSTD_compressStream2) compress = nullptr;
+  decltype(&ZSTD_CStreamOutSize) out_size = nullptr;
+  decltype(&ZSTD_isError) is_error = nullptr;
+  decltype(&ZSTD_getErrorName) error_name = nullptr;
+};
+
+const ZstdLib& zstd() {
+  static const ZstdLib lib = [] {
+    ZstdLib l;
+    DynamicLibrary dl("libzstd.so.1");
+    dl.bind(l.create, "ZSTD_createCCtx");
+    dl.bind(l.free, "ZSTD_freeCCtx");
+    dl.bind(l.set, "ZSTD_CCtx_setParameter");
+    dl.bind(l.compress, "ZSTD_compressStream2");
+    dl.bind(l.out_size, "ZSTD_CStreamOutSize");
+    dl.bind(l.is_error, "ZSTD_isError");
+    dl.bind(l.error_name, "ZSTD_getErrorName");
+    if (!dl.ok()) {
+      throw Error("zstd layers: " + dl.error() + "; install libzstd1 (Debian/Ubuntu)");
+    }
+    return l;
+  }();
+  return lib;
+}
+
 class Zstd : public Compressor {
  public:
   Zstd(ByteSink sink, unsigned threads)
-      : sink_(std::move(sink)), out_(ZSTD_CStreamOutSize(), '\0') {
-    ctx_ = ZSTD_createCCtx();
-    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_compressionLevel, 3);
-    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_checksumFlag, 1);
+      : z_(zstd()), sink_(std::move(sink)), out_(z_.out_size(), '\0') {
+    ctx_ = z_.create();
+    z_.set(ctx_, ZSTD_c_compressionLevel, 3);
+    z_.set(ctx_, ZSTD_c_checksumFlag, 1);
     // Worker threads; the output does not depend on their number (zstd guarantees it
     // for nbWorkers >= 1).
-    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_nbWorkers, static_cast<int>(threads));
+    z_.set(ctx_, ZSTD_c_nbWorkers, static_cast<int>(threads));
   }
-  ~Zstd() override { ZSTD_freeCCtx(ctx_); }
+  ~Zstd() override { z_.free(ctx_); }
   void write(std::string_view data) override { run(data, ZSTD_e_continue); }
   void finish() override { run({}, ZSTD_e_end); }
 
@@ -123,13 +155,14 @@ class Zstd : public Compressor {
     ZSTD_inBuffer in{data.data(), data.size(), 0};
     for (;;) {
       ZSTD_outBuffer o{out_.data(), out_.size(), 0};
-      size_t left = ZSTD_compressStream2(ctx_, &o, &in, mode);
-      if (ZSTD_isError(left)) throw Error(std::string("zstd: ") + ZSTD_getErrorName(left));
+      size_t left = z_.compress(ctx_, &o, &in, mode);
+      if (z_.is_error(left)) throw Error(std::string("zstd: ") + z_.error_name(left));
       if (o.pos) sink_(std::string_view(out_.data(), o.pos));
       if (mode == ZSTD_e_end ? left == 0 : in.pos == in.size) break;
     }
   }
 
+  const ZstdLib& z_;
   ByteSink sink_;
   ZSTD_CCtx* ctx_ = nullptr;
   std::string out_;

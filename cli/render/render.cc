@@ -22,7 +22,8 @@ namespace {
 using nlohmann::ordered_json;
 
 /// The embedded skeleton `file`, parsed the first time it is needed (a run needs two or
-/// three of the six; parsing YAML is most of what a render costs).
+/// three of the six) from the JSON it was converted to at build time: parsing YAML
+/// would be most of what a render costs.
 const ordered_json* embedded_parsed(const std::string& file) {
   static std::mutex mu;
   static std::map<std::string, ordered_json> parsed;
@@ -30,7 +31,7 @@ const ordered_json* embedded_parsed(const std::string& file) {
   if (auto it = parsed.find(file); it != parsed.end()) return &it->second;
   for (const auto& t : embedded_templates()) {
     if (t.name != file) continue;
-    return &(parsed[file] = parse_yaml_document(t.content, std::string("templates/") + t.name));
+    return &(parsed[file] = ordered_json::parse(t.json));
   }
   return nullptr;
 }
@@ -73,14 +74,57 @@ class TemplateSource {
   std::map<std::string, ordered_json> cache_;
 };
 
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ULL;
+/// FNV-1a over the content of rendered objects: keys in their order, values with
+/// their types, walked in place (no text is made of them).
+class ContentHash {
+ public:
+  void add(const ordered_json& v) {
+    switch (v.type()) {
+      case ordered_json::value_t::object:
+        byte('{');
+        for (auto it = v.begin(); it != v.end(); ++it) {
+          bytes(it.key());
+          byte(0);
+          add(it.value());
+        }
+        byte('}');
+        break;
+      case ordered_json::value_t::array:
+        byte('[');
+        for (const auto& x : v) add(x);
+        byte(']');
+        break;
+      case ordered_json::value_t::string:
+        byte('"');
+        bytes(v.get_ref<const std::string&>());
+        byte(0);
+        break;
+      case ordered_json::value_t::boolean:
+        byte(v.get<bool>() ? 't' : 'f');
+        break;
+      case ordered_json::value_t::null:
+      case ordered_json::value_t::discarded:
+        byte('n');
+        break;
+      default:  // numbers: as JSON writes them
+        byte('#');
+        bytes(v.dump());
+        byte(0);
+        break;
+    }
   }
-  return h;
-}
+  std::uint64_t value() const { return h_; }
+
+ private:
+  void byte(unsigned char c) {
+    h_ ^= c;
+    h_ *= 1099511628211ULL;
+  }
+  void bytes(const std::string& s) {
+    for (char c : s) byte(static_cast<unsigned char>(c));
+  }
+  std::uint64_t h_ = 1469598103934665603ULL;
+};
 
 std::string join(const std::vector<std::string>& items, const std::string& sep) {
   std::string out;
@@ -122,7 +166,9 @@ std::string default_run_id(const project::Project& project, const RenderOptions&
   probe.run_id = "00000";  // same length as a real id, so the same names validate
   probe.strict = false;
   const Rendered r = render_project(project, probe);
-  return run_id_from(fnv1a(to_json(r.objects)));
+  ContentHash h;
+  for (const auto& o : r.objects) h.add(o);
+  return run_id_from(h.value());
 }
 
 void validate_run_id(const project::Project& project, const std::string& run_id) {

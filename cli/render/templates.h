@@ -1,6 +1,6 @@
 #pragma once
 // The skeletons of templates/, embedded in the binary at build time
-// (cmake/embed_templates.cmake).
+// (cli/render/tools/embed_templates.cc).
 
 #include <string>
 #include <vector>
@@ -11,6 +11,7 @@ namespace ktrain::render {
 struct EmbeddedTemplate {
   const char* name;     ///< file name, e.g. "job.yaml"
   const char* content;  ///< its YAML text
+  const char* json;     ///< the same, converted to JSON at build time (what render reads)
 };
 
 /// Every embedded template, sorted by name.

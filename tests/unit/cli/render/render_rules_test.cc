@@ -267,6 +267,9 @@ TEST_CASE("render: every embedded template is a Kubernetes object skeleton") {
     names.insert(t.name);
     const auto j = parse_yaml_document(t.content, t.name);
     CHECK(j.is_object());
+    // What render reads: the JSON made at build time, equal to the YAML read now.
+    CHECK(ordered_json::parse(t.json) == j);
+    CHECK(ordered_json::parse(t.json).dump() == j.dump());  // the same key order, too
     CHECK(j.contains("apiVersion"));
     CHECK(j.contains("kind"));
   }
