@@ -66,24 +66,43 @@ std::string name_of(const ordered_json& obj) {
   return md->value("name", "");
 }
 
-/// Sends `reqs` at most 128 at a time and keeps, of each answer, the status and (for
-/// errors only) the body, and of each request only its method and URL once sent: a
-/// submit of thousands of objects holds neither thousands of bodies nor of answers.
-std::vector<net::Response> send_batched(kube::Client& client, std::vector<net::Request>& reqs) {
+/// A request once sent: its method and URL (for messages), and the answer.
+struct Sent {
+  net::Request req;
+  net::Response resp;
+};
+
+/// Sends `specs` at most 128 at a time, making each request only when its batch goes
+/// (and moving its body out of `specs`); keeps of each answer the status and, for
+/// errors only, the body, and of each request its method and URL: a submit of
+/// thousands of objects holds neither thousands of requests nor of answers.
+std::vector<Sent> send_batched(kube::Client& client, std::vector<kube::RequestSpec>& specs) {
   constexpr size_t kBatch = 128;
-  std::vector<net::Response> out;
-  out.reserve(reqs.size());
-  for (size_t at = 0; at < reqs.size(); at += kBatch) {
-    const size_t end = std::min(reqs.size(), at + kBatch);
-    std::vector<net::Request> part(reqs.begin() + static_cast<std::ptrdiff_t>(at),
-                                   reqs.begin() + static_cast<std::ptrdiff_t>(end));
-    for (size_t i = at; i < end; ++i) std::string().swap(reqs[i].body);
-    for (auto& r : client.send_all(std::move(part))) {
+  std::vector<Sent> out;
+  out.reserve(specs.size());
+  for (size_t at = 0; at < specs.size(); at += kBatch) {
+    const size_t end = std::min(specs.size(), at + kBatch);
+    std::vector<net::Request> part;
+    part.reserve(end - at);
+    for (size_t i = at; i < end; ++i) {
+      part.push_back(client.to_request(std::move(specs[i])));
+      std::string().swap(specs[i].body);
+    }
+    const size_t first = out.size();
+    for (const auto& r : part) {
+      Sent s;
+      s.req.method = r.method;
+      s.req.url = r.url;
+      out.push_back(std::move(s));
+    }
+    auto resps = client.send_all(std::move(part));
+    for (size_t k = 0; k < resps.size(); ++k) {
+      auto& r = resps[k];
       if (r.ok()) {
         std::string().swap(r.body);
         r.headers.clear();
       }
-      out.push_back(std::move(r));
+      out[first + k].resp = std::move(r);
     }
   }
   return out;
@@ -131,12 +150,46 @@ std::string KubeBackend::namespace_for(const project::Project& project) const {
   return client_.default_namespace();
 }
 
+KubeBackend::PreparedObject KubeBackend::prepare(const ordered_json& obj, bool dry_run) const {
+  const std::string ns = client_.default_namespace();
+  PreparedObject p;
+  const std::string kind = obj.value("kind", "");
+  p.step = apply_step(kind);
+  const auto type = kube::resource_type(obj.value("apiVersion", ""), kind);
+  p.ref = kube::object_ref(type, name_of(obj));
+  std::string obj_ns = ns;
+  if (auto md = obj.find("metadata"); md != obj.end() && md->contains("namespace")) {
+    obj_ns = (*md)["namespace"].get<std::string>();
+  }
+  p.path = kube::object_path(type, obj_ns, name_of(obj));
+  if (kind == "Secret") {
+    // Created once: a second submit keeps the token the running pods already have.
+    p.spec.method = "POST";
+    p.spec.path = kube::collection_path(type, obj_ns);
+    p.spec.query = {{"fieldManager", "ktrain"}};
+    if (dry_run) p.spec.query.emplace_back("dryRun", "All");
+    p.spec.content_type = "application/json";
+    p.spec.body = obj.dump();
+    p.spec.idempotent = true;  // a repeated create answers 409, which means done
+  } else {
+    kube::ApplyOptions apply_opts;
+    apply_opts.dry_run = dry_run;
+    p.spec = client_.apply_spec(obj, ns, apply_opts);
+  }
+  return p;
+}
+
 std::vector<std::string> KubeBackend::apply_objects(const std::vector<ordered_json>& objects,
                                                     bool dry_run) {
-  const std::string ns = client_.default_namespace();
+  std::vector<PreparedObject> prepared;
+  prepared.reserve(objects.size());
+  for (const auto& obj : objects) prepared.push_back(prepare(obj, dry_run));
+  return apply_prepared(prepared, dry_run);
+}
+
+std::vector<std::string> KubeBackend::apply_prepared(std::vector<PreparedObject>& prepared,
+                                                     bool dry_run) {
   std::vector<std::string> refs;
-  kube::ApplyOptions apply_opts;
-  apply_opts.dry_run = dry_run;
   // The objects this call created (201), removed again when a later one is refused,
   // so that a refused submit leaves nothing behind.
   std::vector<std::string> created;
@@ -157,45 +210,28 @@ std::vector<std::string> KubeBackend::apply_objects(const std::vector<ordered_js
            " objects this submit created could not be removed; 'ktrain delete RUN' removes them)";
   };
   for (int step = 0; step <= 2; ++step) {
-    std::vector<net::Request> reqs;
-    std::vector<std::string> step_refs, step_paths;
-    for (const auto& obj : objects) {
-      const std::string kind = obj.value("kind", "");
-      if (apply_step(kind) != step) continue;
-      const auto type = kube::resource_type(obj.value("apiVersion", ""), kind);
-      step_refs.push_back(kube::object_ref(type, name_of(obj)));
-      std::string obj_ns = ns;
-      if (auto md = obj.find("metadata"); md != obj.end() && md->contains("namespace")) {
-        obj_ns = (*md)["namespace"].get<std::string>();
-      }
-      step_paths.push_back(kube::object_path(type, obj_ns, name_of(obj)));
-      if (kind == "Secret") {
-        // Created once: a second submit keeps the token the running pods already have.
-        kube::Query q{{"fieldManager", "ktrain"}};
-        if (dry_run) q.emplace_back("dryRun", "All");
-        auto req = client_.request("POST", kube::collection_path(type, obj_ns), q);
-        req.headers.emplace_back("Content-Type", "application/json");
-        req.body = obj.dump();
-        req.idempotent = true;  // a repeated create answers 409, which means done
-        reqs.push_back(std::move(req));
-      } else {
-        reqs.push_back(client_.apply_request(obj, ns, apply_opts));
-      }
+    std::vector<kube::RequestSpec> specs;
+    std::vector<const PreparedObject*> in_step;
+    for (auto& p : prepared) {
+      if (p.step != step) continue;
+      specs.push_back(std::move(p.spec));
+      in_step.push_back(&p);
     }
-    if (reqs.empty()) continue;
-    auto resps = send_batched(client_, reqs);
+    if (specs.empty()) continue;
+    auto sent = send_batched(client_, specs);
     std::vector<std::string> problems;
     std::optional<Error> first;
-    for (size_t i = 0; i < resps.size(); ++i) {
-      if (reqs[i].method == "POST" && resps[i].failure == net::TransportFailure::kNone &&
-          resps[i].status == 409) {
+    for (size_t i = 0; i < sent.size(); ++i) {
+      const net::Response& resp = sent[i].resp;
+      if (sent[i].req.method == "POST" && resp.failure == net::TransportFailure::kNone &&
+          resp.status == 409) {
         continue;
       }
       try {
-        client_.check(reqs[i], resps[i]);
-        if (!dry_run && resps[i].status == 201) created.push_back(step_paths[i]);
+        client_.check(sent[i].req, resp);
+        if (!dry_run && resp.status == 201) created.push_back(in_step[i]->path);
       } catch (const Error& e) {
-        Error wrapped = e.wrapped("applying " + step_refs[i]);
+        Error wrapped = e.wrapped("applying " + in_step[i]->ref);
         if (!first) first = wrapped;
         problems.push_back(wrapped.what());
       }
@@ -207,7 +243,7 @@ std::vector<std::string> KubeBackend::apply_objects(const std::vector<ordered_js
       for (const auto& p : problems) msg += "\n  " + p;
       throw Error(msg + undone, first->exit_status());
     }
-    refs.insert(refs.end(), step_refs.begin(), step_refs.end());
+    for (const PreparedObject* p : in_step) refs.push_back(p->ref);
   }
   return refs;
 }
@@ -221,27 +257,28 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
   const std::string ns = namespace_for(project);
   render::RenderOptions ro;
   ro.run_id = opts.run_id.empty() ? random_run_id() : opts.run_id;
-  render::Rendered rendered = render::render_project(project, ro);
-  for (const auto& w : rendered.warnings) env_.warn(w);
   const auto names = render::run_names(project, ro.run_id);
   const std::set<std::string> runs(names.begin(), names.end());
-
-  std::vector<ordered_json> objects;
-  for (auto& obj : rendered.objects) {
+  // Each object is made into its request as it is rendered, and its tree freed.
+  std::vector<PreparedObject> objects;
+  const auto warnings = render::render_each(project, ro, [&](ordered_json&& obj) {
     const std::string run = label_of(obj, kRunLabel);
-    if (!runs.count(run)) continue;  // the serve objects
+    if (!runs.count(run)) return;  // the serve objects
     if (obj["metadata"].is_object() && !obj["metadata"].contains("namespace")) {
       obj["metadata"]["namespace"] = ns;
     }
     if (obj.value("kind", "") == "Job") {
-      objects.push_back(rendezvous_secret(run, ns, obj["metadata"]["labels"], random_token()));
+      objects.push_back(
+          prepare(rendezvous_secret(run, ns, obj["metadata"]["labels"], random_token()),
+                  opts.dry_run_server));
     }
-    objects.push_back(std::move(obj));
-  }
+    objects.push_back(prepare(obj, opts.dry_run_server));
+  });
+  for (const auto& w : warnings) env_.warn(w);
   SubmitResult result;
   result.runs = names;
   result.objects = with_context(opts.dry_run_server ? "submitting (server dry run)" : "submitting",
-                                [&] { return apply_objects(objects, opts.dry_run_server); });
+                                [&] { return apply_prepared(objects, opts.dry_run_server); });
   return result;
 }
 

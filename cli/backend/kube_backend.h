@@ -62,6 +62,19 @@ class KubeBackend : public Backend {
   std::vector<std::string> apply_objects(const std::vector<nlohmann::ordered_json>& objects,
                                          bool dry_run);
 
+  /// One object made into the request it is sent as (its body compact JSON), so that
+  /// its tree can be freed at once: a sweep of thousands of runs then holds a few KiB
+  /// per object, not a tree several times that size.
+  struct PreparedObject {
+    int step = 0;      ///< 0 Secrets, 1 Services and the like, 2 the rest
+    std::string ref;   ///< kind/name, for messages
+    std::string path;  ///< the object's URL path (to remove it again)
+    kube::RequestSpec spec;
+  };
+  PreparedObject prepare(const nlohmann::ordered_json& obj, bool dry_run) const;
+  /// apply_objects of prepared objects (their request bodies are moved out).
+  std::vector<std::string> apply_prepared(std::vector<PreparedObject>& objects, bool dry_run);
+
   /// The namespace requests go to: -n, else the project's, else the context's.
   std::string namespace_for(const project::Project& project) const;
 

@@ -364,8 +364,8 @@ std::string Client::list(const std::string& path, const ListOptions& opts,
   return resource_version;
 }
 
-net::Request Client::apply_request(const nlohmann::ordered_json& obj, const std::string& ns,
-                                   const ApplyOptions& opts) const {
+RequestSpec Client::apply_spec(const nlohmann::ordered_json& obj, const std::string& ns,
+                               const ApplyOptions& opts) const {
   const std::string api_version = obj.value("apiVersion", "");
   const std::string kind = obj.value("kind", "");
   std::string name;
@@ -379,20 +379,35 @@ net::Request Client::apply_request(const nlohmann::ordered_json& obj, const std:
   }
   const auto type = resource_type(api_version, kind);
   const std::string target_ns = obj_ns.empty() ? ns : obj_ns;
-  Query q{{"fieldManager", opts.field_manager}};
-  if (opts.force) q.emplace_back("force", "true");
-  if (opts.dry_run) q.emplace_back("dryRun", "All");
-  auto req = request("PATCH", object_path(type, type.namespaced ? target_ns : "", name), q);
-  req.headers.emplace_back("Content-Type", "application/apply-patch+yaml");
+  RequestSpec spec;
+  spec.method = "PATCH";
+  spec.path = object_path(type, type.namespaced ? target_ns : "", name);
+  spec.query = {{"fieldManager", opts.field_manager}};
+  if (opts.force) spec.query.emplace_back("force", "true");
+  if (opts.dry_run) spec.query.emplace_back("dryRun", "All");
+  spec.content_type = "application/apply-patch+yaml";
   if (type.namespaced && obj_ns.empty() && !target_ns.empty()) {
     auto copy = obj;
     copy["metadata"]["namespace"] = target_ns;
-    req.body = copy.dump();
+    spec.body = copy.dump();
   } else {
-    req.body = obj.dump();
+    spec.body = obj.dump();
   }
-  req.idempotent = true;  // applying the same object twice is the same as once
+  spec.idempotent = true;  // applying the same object twice is the same as once
+  return spec;
+}
+
+net::Request Client::to_request(RequestSpec&& spec) const {
+  auto req = request(spec.method, spec.path, spec.query);
+  if (!spec.content_type.empty()) req.headers.emplace_back("Content-Type", spec.content_type);
+  req.body = std::move(spec.body);
+  req.idempotent = spec.idempotent;
   return req;
+}
+
+net::Request Client::apply_request(const nlohmann::ordered_json& obj, const std::string& ns,
+                                   const ApplyOptions& opts) const {
+  return to_request(apply_spec(obj, ns, opts));
 }
 
 nlohmann::json Client::apply(const nlohmann::ordered_json& obj, const std::string& ns,

@@ -86,6 +86,17 @@ struct ApplyOptions {
   bool dry_run = false;  ///< dryRun=All: validated and defaulted, not persisted
 };
 
+/// What a request sends, without the request around it (no credentials or TLS
+/// settings): thousands of them stay small until they are sent.
+struct RequestSpec {
+  std::string method;
+  std::string path;
+  Query query;
+  std::string content_type;
+  std::string body;
+  bool idempotent = false;
+};
+
 /// Talks to one API server as one user. Safe to use from several threads for requests;
 /// the credentials are shared.
 class Client {
@@ -141,6 +152,11 @@ class Client {
   /// fieldManager and force; marked idempotent). `ns` fills a missing metadata.namespace.
   net::Request apply_request(const nlohmann::ordered_json& obj, const std::string& ns,
                              const ApplyOptions& opts = {}) const;
+  /// The same, as a RequestSpec (to_request makes the request).
+  RequestSpec apply_spec(const nlohmann::ordered_json& obj, const std::string& ns,
+                         const ApplyOptions& opts = {}) const;
+  /// The request of `spec`, for this API server (moves the body out of `spec`).
+  net::Request to_request(RequestSpec&& spec) const;
 
   /// Applies `obj` (server-side apply) and returns the object the server answers with.
   nlohmann::json apply(const nlohmann::ordered_json& obj, const std::string& ns,

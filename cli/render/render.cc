@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -165,9 +166,8 @@ std::string default_run_id(const project::Project& project, const RenderOptions&
   RenderOptions probe = options;
   probe.run_id = "00000";  // same length as a real id, so the same names validate
   probe.strict = false;
-  const Rendered r = render_project(project, probe);
   ContentHash h;
-  for (const auto& o : r.objects) h.add(o);
+  render_each(project, probe, [&h](ordered_json&& o) { h.add(o); });
   return run_id_from(h.value());
 }
 
@@ -263,8 +263,9 @@ std::string image_pin_problem(const std::string& ref) {
   return "";
 }
 
-Rendered render_project(const project::Project& project, const RenderOptions& options) {
-  Rendered r;
+std::vector<std::string> render_each(const project::Project& project, const RenderOptions& options,
+                                     const std::function<void(ordered_json&&)>& each) {
+  std::vector<std::string> warnings;
   const std::string id = options.run_id.empty() ? default_run_id(project, options) : options.run_id;
   validate_run_id(project, id);
 
@@ -273,21 +274,36 @@ Rendered render_project(const project::Project& project, const RenderOptions& op
   if (image.empty()) {
     throw UsageError("image: nothing to run: set image (or image.ref), or image.build");
   }
-  if (auto problem = image_pin_problem(image); !problem.empty()) r.warnings.push_back(problem);
+  if (auto problem = image_pin_problem(image); !problem.empty()) warnings.push_back(problem);
 
   if (!project.train && !project.serve) {
     throw UsageError(project.file + ": nothing to render: the project has neither train nor serve");
   }
 
   TemplateSource templates(options);
-  detail::RenderContext ctx{project,
-                            [&templates](const std::string& f) { return templates.load(f); }, image,
-                            &r.warnings};
+  detail::RenderContext ctx{
+      project, [&templates](const std::string& f) { return templates.load(f); }, image, &warnings};
+
+  // Each object is finished (nulls pruned, patches applied) and handed over before the
+  // next run is rendered.
+  std::vector<std::string> kinds;  // rendered, in order of first appearance
+  std::set<std::string> patched;   // patch kinds that matched an object
+  auto finish = [&](ordered_json&& o) {
+    detail::prune_nulls(o);
+    const std::string k = o.value("kind", "");
+    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+    for (const auto& [kind, patch] : project.patches) {
+      if (kind != k) continue;
+      apply_merge_patch(o, patch);
+      patched.insert(kind);
+    }
+    each(std::move(o));
+  };
 
   if (project.train) {
     const auto& s = project.scheduling;
     if (s.gang == "kueue" && s.queue.empty()) {
-      r.warnings.push_back(
+      warnings.push_back(
           "scheduling.gang is kueue but scheduling.queue is empty: Kueue admits only Jobs "
           "that name a LocalQueue (queue: NAME)");
     }
@@ -295,39 +311,30 @@ Rendered render_project(const project::Project& project, const RenderOptions& op
     for (const auto& point : project::sweep_points(*project.train)) {
       const std::string run = project::sweep_run_name(base, point);
       const std::string sweep = point.index >= 0 ? base : "";
-      for (auto& o : detail::render_train_run(ctx, run, sweep, point)) {
-        r.objects.push_back(std::move(o));
-      }
+      for (auto& o : detail::render_train_run(ctx, run, sweep, point)) finish(std::move(o));
     }
   }
   if (project.serve) {
-    for (auto& o : detail::render_serve(ctx)) r.objects.push_back(std::move(o));
+    for (auto& o : detail::render_serve(ctx)) finish(std::move(o));
   }
-
-  for (auto& o : r.objects) detail::prune_nulls(o);
 
   for (const auto& [kind, patch] : project.patches) {
-    bool matched = false;
-    for (auto& o : r.objects) {
-      if (o.value("kind", "") == kind) {
-        apply_merge_patch(o, patch);
-        matched = true;
-      }
-    }
-    if (!matched) {
-      std::vector<std::string> kinds;
-      for (const auto& o : r.objects) {
-        const std::string k = o.value("kind", "");
-        if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
-      }
-      r.warnings.push_back("patches." + kind + " matches no rendered object (rendered kinds: " +
-                           join(kinds, ", ") + ")");
+    if (!patched.count(kind)) {
+      warnings.push_back("patches." + kind +
+                         " matches no rendered object (rendered kinds: " + join(kinds, ", ") + ")");
     }
   }
 
-  if (options.strict && !r.warnings.empty()) {
-    throw UsageError("--strict: " + join(r.warnings, "; "));
+  if (options.strict && !warnings.empty()) {
+    throw UsageError("--strict: " + join(warnings, "; "));
   }
+  return warnings;
+}
+
+Rendered render_project(const project::Project& project, const RenderOptions& options) {
+  Rendered r;
+  r.warnings =
+      render_each(project, options, [&r](ordered_json&& o) { r.objects.push_back(std::move(o)); });
   return r;
 }
 

@@ -11,6 +11,7 @@
 //           autoscaling/v2 HorizontalPodAutoscaler, all named after the project
 //           (`<name>`, no run id: a service is long-lived and is updated in place).
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,12 @@ struct Rendered {
 /// (with options.strict) anything that would otherwise be a warning; Error for a
 /// template that is not valid YAML.
 Rendered render_project(const project::Project& project, const RenderOptions& options);
+
+/// The same, handing each object to `each` as soon as it is finished (nulls pruned,
+/// patches applied) instead of keeping them all: a sweep of thousands of runs holds one
+/// run's objects at a time. Returns the warnings; throws as render_project does.
+std::vector<std::string> render_each(const project::Project& project, const RenderOptions& options,
+                                     const std::function<void(nlohmann::ordered_json&&)>& each);
 
 /// The run name `<name>-<run_id>`.
 std::string run_name(const project::Project& project, const std::string& run_id);

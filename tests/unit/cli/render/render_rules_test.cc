@@ -295,3 +295,27 @@ TEST_CASE("render: rendered objects hold no nulls (unset placeholders are left o
   };
   for (const auto& o : r.objects) CHECK_FALSE(has_null(o));
 }
+
+TEST_CASE("render_each hands over what render_project returns, object by object, in order") {
+  auto p = sweep_project();
+  p.patches.push_back({"Job", ordered_json::parse(R"({"spec": {"backoffLimit": 7}})")});
+  p.patches.push_back({"PodGroup", ordered_json::parse(R"({"spec": {"minMember": 9}})")});
+  RenderOptions o;
+  o.run_id = "abcde";
+  const Rendered all = render_project(p, o);
+  std::vector<ordered_json> each;
+  const auto warnings =
+      render_each(p, o, [&each](ordered_json&& obj) { each.push_back(std::move(obj)); });
+  REQUIRE(each.size() == all.objects.size());
+  for (size_t i = 0; i < each.size(); ++i) CHECK(each[i].dump() == all.objects[i].dump());
+  CHECK(warnings == all.warnings);
+  CHECK(object_of(all, "Job")["spec"]["backoffLimit"] == 7);  // patched before handed over
+  REQUIRE(warnings.size() == 1);                              // no PodGroup was rendered
+  CHECK(warnings[0].find("patches.PodGroup matches no rendered object") != std::string::npos);
+  // Without a run id, the id is the same as render_project derives.
+  RenderOptions d;
+  std::vector<ordered_json> each_default;
+  render_each(p, d, [&](ordered_json&& obj) { each_default.push_back(std::move(obj)); });
+  CHECK(each_default.front()["metadata"]["name"] ==
+        render_project(p, d).objects.front()["metadata"]["name"]);
+}
