@@ -383,9 +383,14 @@ class Follower {
     std::lock_guard<std::mutex> lk(sink_mu_);
     if (stop_) return false;
     if (sink_(line)) return true;
+    sink_stopped();
+    return false;
+  }
+
+  /// The sink returned false: everything stops.
+  void sink_stopped() {
     stop_ = true;
     cv_.notify_all();
-    return false;
   }
 
   void notice(int index, const std::string& text) {
@@ -524,10 +529,7 @@ class Follower {
         if (opts_.flush) opts_.flush();
         if (!ok) {
           stopped = true;
-          if (!stop_) {
-            stop_ = true;
-            cv_.notify_all();
-          }
+          sink_stopped();
           return false;
         }
         return true;
@@ -555,7 +557,7 @@ class Follower {
         if (terminated) {
           if (!partial.empty()) {
             std::lock_guard<std::mutex> lk(sink_mu_);  // a last line without "\n"
-            if (!stop_ && !handle_line(partial)) stop_ = true;
+            if (!stop_ && !handle_line(partial)) sink_stopped();
           }
           return;
         }

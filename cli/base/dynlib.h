@@ -4,7 +4,10 @@
 
 #include <dlfcn.h>
 
+#include <mutex>
 #include <string>
+
+#include "base/error.h"
 
 namespace ktrain {
 
@@ -46,5 +49,24 @@ class DynamicLibrary {
   std::string error_;
   std::string missing_;
 };
+
+/// The table of functions `Table` of library `soname`, filled by `bind(dl, table)` the
+/// first time it is asked for and kept for the process. `bind` binds the symbols and
+/// may finish setting up once all are there (dl.ok()). When the library or a symbol is
+/// missing, every call throws the same Error: what is missing, then `hint` (how to
+/// install it). Each call site (each `bind`) has a table of its own.
+template <typename Table, typename Bind>
+const Table& load_library_once(const char* soname, const char* hint, Bind bind) {
+  static Table table;
+  static std::string failure;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    DynamicLibrary dl(soname);
+    bind(dl, table);
+    if (!dl.ok()) failure = dl.error() + "; " + hint;
+  });
+  if (!failure.empty()) throw Error(failure);
+  return table;
+}
 
 }  // namespace ktrain

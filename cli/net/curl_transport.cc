@@ -23,7 +23,6 @@ namespace {
 /// network (render, validate, init, completion, version) would pay for loading and
 /// relocating all of them on every run.
 struct CurlLib {
-  bool loaded = false;
   CURLcode (*global_init)(long) = nullptr;
   CURL* (*easy_init)() = nullptr;
   void (*easy_cleanup)(CURL*) = nullptr;
@@ -53,47 +52,38 @@ struct CurlLib {
 
 /// Loads libcurl (once) and calls curl_global_init; throws Error when it cannot.
 const CurlLib& load_curl() {
-  static CurlLib lib;
-  static std::string failure;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    DynamicLibrary dl("libcurl.so.4");
-    dl.bind(lib.global_init, "curl_global_init");
-    dl.bind(lib.easy_init, "curl_easy_init");
-    dl.bind(lib.easy_cleanup, "curl_easy_cleanup");
-    dl.bind(lib.easy_reset, "curl_easy_reset");
-    dl.bind(lib.easy_setopt, "curl_easy_setopt");
-    dl.bind(lib.easy_getinfo, "curl_easy_getinfo");
-    dl.bind(lib.easy_strerror, "curl_easy_strerror");
-    dl.bind(lib.multi_init, "curl_multi_init");
-    dl.bind(lib.multi_cleanup, "curl_multi_cleanup");
-    dl.bind(lib.multi_setopt, "curl_multi_setopt");
-    dl.bind(lib.multi_add_handle, "curl_multi_add_handle");
-    dl.bind(lib.multi_remove_handle, "curl_multi_remove_handle");
-    dl.bind(lib.multi_perform, "curl_multi_perform");
-    dl.bind(lib.multi_poll, "curl_multi_poll");
-    dl.bind(lib.multi_info_read, "curl_multi_info_read");
-    dl.bind(lib.multi_wakeup, "curl_multi_wakeup");
-    dl.bind(lib.share_init, "curl_share_init");
-    dl.bind(lib.share_setopt, "curl_share_setopt");
-    dl.bind(lib.share_cleanup, "curl_share_cleanup");
-    dl.bind(lib.slist_append, "curl_slist_append");
-    dl.bind(lib.slist_free_all, "curl_slist_free_all");
-    dl.bind(lib.version_info, "curl_version_info");
-    if (!dl.ok()) {
-      failure =
-          dl.error() + "; install libcurl4 (Debian/Ubuntu) or libcurl (Fedora), 7.68 or newer";
-      return;
-    }
-    lib.loaded = true;
-    lib.global_init(CURL_GLOBAL_DEFAULT);
-    const curl_version_info_data* v = lib.version_info(CURLVERSION_NOW);
-    if (v && v->ssl_version && std::string_view(v->ssl_version).substr(0, 8) == "OpenSSL/") {
-      dl.bind_optional(lib.ssl_ctx_ctrl, "SSL_CTX_ctrl");
-    }
-  });
-  if (!lib.loaded) throw Error(failure);
-  return lib;
+  return load_library_once<CurlLib>(
+      "libcurl.so.4", "install libcurl4 (Debian/Ubuntu) or libcurl (Fedora), 7.68 or newer",
+      [](DynamicLibrary& dl, CurlLib& l) {
+        dl.bind(l.global_init, "curl_global_init");
+        dl.bind(l.easy_init, "curl_easy_init");
+        dl.bind(l.easy_cleanup, "curl_easy_cleanup");
+        dl.bind(l.easy_reset, "curl_easy_reset");
+        dl.bind(l.easy_setopt, "curl_easy_setopt");
+        dl.bind(l.easy_getinfo, "curl_easy_getinfo");
+        dl.bind(l.easy_strerror, "curl_easy_strerror");
+        dl.bind(l.multi_init, "curl_multi_init");
+        dl.bind(l.multi_cleanup, "curl_multi_cleanup");
+        dl.bind(l.multi_setopt, "curl_multi_setopt");
+        dl.bind(l.multi_add_handle, "curl_multi_add_handle");
+        dl.bind(l.multi_remove_handle, "curl_multi_remove_handle");
+        dl.bind(l.multi_perform, "curl_multi_perform");
+        dl.bind(l.multi_poll, "curl_multi_poll");
+        dl.bind(l.multi_info_read, "curl_multi_info_read");
+        dl.bind(l.multi_wakeup, "curl_multi_wakeup");
+        dl.bind(l.share_init, "curl_share_init");
+        dl.bind(l.share_setopt, "curl_share_setopt");
+        dl.bind(l.share_cleanup, "curl_share_cleanup");
+        dl.bind(l.slist_append, "curl_slist_append");
+        dl.bind(l.slist_free_all, "curl_slist_free_all");
+        dl.bind(l.version_info, "curl_version_info");
+        if (!dl.ok()) return;
+        l.global_init(CURL_GLOBAL_DEFAULT);
+        const curl_version_info_data* v = l.version_info(CURLVERSION_NOW);
+        if (v && v->ssl_version && std::string_view(v->ssl_version).substr(0, 8) == "OpenSSL/") {
+          dl.bind_optional(l.ssl_ctx_ctrl, "SSL_CTX_ctrl");
+        }
+      });
 }
 
 /// The loaded libcurl; only called once a CurlTransport exists (it loaded it).
@@ -318,8 +308,7 @@ struct CurlTransport::Impl {
     std::condition_variable done_cv;
     std::vector<Transfer*> incoming;  ///< queued by callers, taken by the loop
     bool quit = false;
-    CURLM* multi = nullptr;
-    std::vector<CURL*> idle;
+    Session session;  ///< the multi handle and the easy handles kept for reuse
     std::thread thread;
     std::thread::id thread_id;
   };
@@ -511,10 +500,11 @@ struct CurlTransport::Impl {
   /// Runs one request on the shared loop; returns when it has ended.
   Response run_one(const Request& req) {
     std::call_once(loop_once, [this] {
-      loop.multi = lib().multi_init();
-      lib().multi_setopt(loop.multi, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+      loop.session.multi = lib().multi_init();
+      lib().multi_setopt(loop.session.multi, CURLMOPT_PIPELINING,
+                         static_cast<long>(CURLPIPE_MULTIPLEX));
       // Streams run until their end: none may wait for a connection slot.
-      lib().multi_setopt(loop.multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+      lib().multi_setopt(loop.session.multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
       loop.thread = std::thread([this] { run_loop(); });
       loop.thread_id = loop.thread.get_id();
     });
@@ -524,7 +514,7 @@ struct CurlTransport::Impl {
     {
       std::unique_lock<std::mutex> lk(loop.mu);
       loop.incoming.push_back(&t);
-      lib().multi_wakeup(loop.multi);
+      lib().multi_wakeup(loop.session.multi);
       loop.done_cv.wait(lk, [&] { return t.done; });
     }
     return std::move(t.resp);
@@ -533,11 +523,11 @@ struct CurlTransport::Impl {
   void run_loop() {
     std::vector<Transfer*> active;
     auto end = [&](Transfer& t, CURLcode code) {
-      lib().multi_remove_handle(loop.multi, t.easy);
+      lib().multi_remove_handle(loop.session.multi, t.easy);
       if (code == CURLE_ABORTED_BY_CALLBACK) t.aborted = true;
       finish(t, code);
-      if (loop.idle.size() < kLoopIdleHandles) {
-        loop.idle.push_back(t.easy);
+      if (loop.session.idle.size() < kLoopIdleHandles) {
+        loop.session.idle.push_back(t.easy);
       } else {
         lib().easy_cleanup(t.easy);
       }
@@ -550,23 +540,17 @@ struct CurlTransport::Impl {
         std::lock_guard<std::mutex> lk(loop.mu);
         if (loop.quit) break;
         for (Transfer* t : loop.incoming) {
-          if (loop.idle.empty()) {
-            t->easy = lib().easy_init();
-          } else {
-            t->easy = loop.idle.back();
-            loop.idle.pop_back();
-            lib().easy_reset(t->easy);
-          }
+          t->easy = loop.session.take();
           setup(*t);
-          lib().multi_add_handle(loop.multi, t->easy);
+          lib().multi_add_handle(loop.session.multi, t->easy);
           active.push_back(t);
         }
         loop.incoming.clear();
       }
       int running = 0;
-      lib().multi_perform(loop.multi, &running);
+      lib().multi_perform(loop.session.multi, &running);
       int left = 0;
-      while (CURLMsg* msg = lib().multi_info_read(loop.multi, &left)) {
+      while (CURLMsg* msg = lib().multi_info_read(loop.session.multi, &left)) {
         if (msg->msg != CURLMSG_DONE) continue;
         Transfer* t = nullptr;
         lib().easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
@@ -585,7 +569,7 @@ struct CurlTransport::Impl {
         watched = watched || static_cast<bool>(t->req->cancelled);
         ++i;
       }
-      lib().multi_poll(loop.multi, nullptr, 0, watched ? 100 : 1000, nullptr);
+      lib().multi_poll(loop.session.multi, nullptr, 0, watched ? 100 : 1000, nullptr);
     }
     for (Transfer* t : active) end(*t, CURLE_ABORTED_BY_CALLBACK);
   }
@@ -596,10 +580,10 @@ struct CurlTransport::Impl {
       std::lock_guard<std::mutex> lk(loop.mu);
       loop.quit = true;
     }
-    lib().multi_wakeup(loop.multi);
+    lib().multi_wakeup(loop.session.multi);
     loop.thread.join();
-    for (CURL* e : loop.idle) lib().easy_cleanup(e);
-    lib().multi_cleanup(loop.multi);
+    for (CURL* e : loop.session.idle) lib().easy_cleanup(e);
+    lib().multi_cleanup(loop.session.multi);
   }
 
   std::vector<Response> run(const std::vector<const Request*>& reqs) {

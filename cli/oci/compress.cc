@@ -117,22 +117,17 @@ struct ZstdLib {
 };
 
 const ZstdLib& zstd() {
-  static const ZstdLib lib = [] {
-    ZstdLib l;
-    DynamicLibrary dl("libzstd.so.1");
-    dl.bind(l.create, "ZSTD_createCCtx");
-    dl.bind(l.free, "ZSTD_freeCCtx");
-    dl.bind(l.set, "ZSTD_CCtx_setParameter");
-    dl.bind(l.compress, "ZSTD_compressStream2");
-    dl.bind(l.out_size, "ZSTD_CStreamOutSize");
-    dl.bind(l.is_error, "ZSTD_isError");
-    dl.bind(l.error_name, "ZSTD_getErrorName");
-    if (!dl.ok()) {
-      throw Error("zstd layers: " + dl.error() + "; install libzstd1 (Debian/Ubuntu)");
-    }
-    return l;
-  }();
-  return lib;
+  return load_library_once<ZstdLib>("libzstd.so.1",
+                                    "needed for zstd layers: install libzstd1 (Debian/Ubuntu)",
+                                    [](DynamicLibrary& dl, ZstdLib& l) {
+                                      dl.bind(l.create, "ZSTD_createCCtx");
+                                      dl.bind(l.free, "ZSTD_freeCCtx");
+                                      dl.bind(l.set, "ZSTD_CCtx_setParameter");
+                                      dl.bind(l.compress, "ZSTD_compressStream2");
+                                      dl.bind(l.out_size, "ZSTD_CStreamOutSize");
+                                      dl.bind(l.is_error, "ZSTD_isError");
+                                      dl.bind(l.error_name, "ZSTD_getErrorName");
+                                    });
 }
 
 class Zstd : public Compressor {

@@ -2,7 +2,6 @@
 
 #include <openssl/evp.h>
 
-#include <mutex>
 #include <string>
 
 #include "base/dynlib.h"
@@ -25,24 +24,16 @@ struct Crypto {
 };
 
 const Crypto& crypto() {
-  static Crypto c;
-  static std::string failure;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    DynamicLibrary dl("libcrypto.so.3");
-    dl.bind(c.md_ctx_new, "EVP_MD_CTX_new");
-    dl.bind(c.md_ctx_free, "EVP_MD_CTX_free");
-    dl.bind(c.sha256, "EVP_sha256");
-    dl.bind(c.digest_init_ex, "EVP_DigestInit_ex");
-    dl.bind(c.digest_update, "EVP_DigestUpdate");
-    dl.bind(c.digest_final_ex, "EVP_DigestFinal_ex");
-    if (!dl.ok()) {
-      c.md_ctx_new = nullptr;
-      failure = dl.error() + ", needed for SHA-256; install libssl3 (OpenSSL 3)";
-    }
-  });
-  if (!c.md_ctx_new) throw Error(failure);
-  return c;
+  return load_library_once<Crypto>("libcrypto.so.3",
+                                   "needed for SHA-256: install libssl3 (OpenSSL 3)",
+                                   [](DynamicLibrary& dl, Crypto& c) {
+                                     dl.bind(c.md_ctx_new, "EVP_MD_CTX_new");
+                                     dl.bind(c.md_ctx_free, "EVP_MD_CTX_free");
+                                     dl.bind(c.sha256, "EVP_sha256");
+                                     dl.bind(c.digest_init_ex, "EVP_DigestInit_ex");
+                                     dl.bind(c.digest_update, "EVP_DigestUpdate");
+                                     dl.bind(c.digest_final_ex, "EVP_DigestFinal_ex");
+                                   });
 }
 
 }  // namespace

@@ -36,3 +36,40 @@ TEST_CASE("DynamicLibrary lists the symbols a library lacks") {
   CHECK_FALSE(libc.ok());
   CHECK(libc.error() == "libc.so.6 lacks ktrain_no_such_symbol_a, ktrain_no_such_symbol_b");
 }
+
+namespace {
+struct LibcTable {
+  std::size_t (*len)(const char*) = nullptr;
+};
+struct MissingTable {
+  int (*fn)() = nullptr;
+};
+}  // namespace
+
+TEST_CASE("load_library_once binds a table once and keeps it") {
+  int binds = 0;
+  auto load = [&] {
+    return &ktrain::load_library_once<LibcTable>("libc.so.6", "install libc",
+                                                 [&](DynamicLibrary& dl, LibcTable& t) {
+                                                   ++binds;
+                                                   dl.bind(t.len, "strlen");
+                                                 });
+  };
+  const LibcTable* first = load();
+  CHECK(load() == first);
+  CHECK(binds == 1);
+  CHECK(first->len("abc") == 3);
+}
+
+TEST_CASE("load_library_once throws the same error, with the hint, on every call") {
+  auto load = [] {
+    return ktrain::load_library_once<MissingTable>(
+        "libktrain-no-such-library.so.9", "install ktrain-nothing",
+        [](DynamicLibrary& dl, MissingTable& t) { dl.bind(t.fn, "anything"); });
+  };
+  for (int i = 0; i < 2; ++i) {
+    CHECK_THROWS_WITH_AS(load(), doctest::Contains("cannot load libktrain-no-such-library.so.9"),
+                         ktrain::Error);
+    CHECK_THROWS_WITH_AS(load(), doctest::Contains("; install ktrain-nothing"), ktrain::Error);
+  }
+}

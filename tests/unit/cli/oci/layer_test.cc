@@ -91,3 +91,22 @@ TEST_CASE("layer: the modification time setting changes the digest") {
   o.mtime = 1700000000;
   CHECK(make_layer(t.source(), o, "ctx").digest != d0);
 }
+
+TEST_CASE("layer: indexed_digest names the cached layer only while the folder is unchanged") {
+  Tree t;
+  const std::string cache = (t.root / "cache").string();
+  CHECK_FALSE(indexed_digest(t.source(), t.options(true), cache).has_value());  // no entry
+  LayerBlob b = make_layer(t.source(), t.options(true), "ctx");
+  REQUIRE(indexed_digest(t.source(), t.options(true), cache) == b.digest);
+  fs::remove(b.path);  // the entry still says what the folder makes, blob or not
+  CHECK(indexed_digest(t.source(), t.options(true), cache) == b.digest);
+
+  t.write("ctx/src/model.py", "class M: x = 1\n");
+  CHECK_FALSE(indexed_digest(t.source(), t.options(true), cache).has_value());  // changed
+
+  make_layer(t.source(), t.options(true), "ctx");
+  for (const auto& e : fs::directory_iterator(t.root / "cache" / "index")) {
+    std::ofstream(e.path()) << "{ not json";  // a damaged entry is no answer, not an error
+  }
+  CHECK_FALSE(indexed_digest(t.source(), t.options(true), cache).has_value());
+}
