@@ -10,6 +10,16 @@ start_apiserver
 work="$APISERVER_DIR/work"
 mkdir -p "$work"
 
+# It accepts many connections at once, as the real one does (clients that open 16
+# together had their SYNs dropped by a backlog of 5, and waited a second).
+if command -v ss >/dev/null; then
+  backlog="$(ss -Hltn "sport = :$APISERVER_PORT" | awk '{print $3}')"
+  [ "${backlog:-0}" -ge 128 ] || fail "the listening socket's backlog is ${backlog:-unknown}, not at least 128"
+  echo "ok: listen backlog $backlog"
+else
+  echo "SKIP: ss (iproute2) is not installed: listen backlog not checked"
+fi
+
 job_json='{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"x"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"main","image":"busybox"}]}}}}'
 jobs=/apis/batch/v1/namespaces/default/jobs
 
