@@ -176,6 +176,9 @@ KubeBackend::PreparedObject KubeBackend::prepare(const ordered_json& obj, bool d
     apply_opts.dry_run = dry_run;
     p.spec = client_.apply_spec(obj, ns, apply_opts);
   }
+  // The answer is only checked (its status, and the Status of an error): the whole
+  // object back for each of thousands would cost both sides more than the request.
+  p.spec.accept = kube::kAcceptMetadataOnly;
   return p;
 }
 

@@ -399,6 +399,11 @@ RequestSpec Client::apply_spec(const nlohmann::ordered_json& obj, const std::str
 
 net::Request Client::to_request(RequestSpec&& spec) const {
   auto req = request(spec.method, spec.path, spec.query);
+  if (!spec.accept.empty()) {
+    for (auto& [name, value] : req.headers) {
+      if (name == "Accept") value = std::move(spec.accept);
+    }
+  }
   if (!spec.content_type.empty()) req.headers.emplace_back("Content-Type", spec.content_type);
   req.body = std::move(spec.body);
   req.idempotent = spec.idempotent;

@@ -95,7 +95,16 @@ struct RequestSpec {
   std::string content_type;
   std::string body;
   bool idempotent = false;
+  /// The Accept header ("" = application/json); see kAcceptMetadataOnly.
+  std::string accept;
 };
+
+/// An Accept header that asks for an answer with the object's metadata only (a
+/// meta.k8s.io/v1 PartialObjectMetadata; the API server honours it for get, create,
+/// update and patch), with plain JSON as the fallback: for requests whose answer
+/// is only checked, not read.
+inline constexpr const char* kAcceptMetadataOnly =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 /// Talks to one API server as one user. Safe to use from several threads for requests;
 /// the credentials are shared.

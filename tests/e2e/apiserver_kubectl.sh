@@ -234,4 +234,20 @@ kubectl delete namespace scratch >/dev/null
 expect_contains "$(kubectl get cm -n scratch x 2>&1 || true)" 'NotFound' "namespace delete removes its objects"
 kubectl delete deployment web >/dev/null
 expect_eq "$(kubectl get pods -l app=web -o name | wc -l | tr -d ' ')" "0" "deployment pods deleted"
+
+# Answers with the metadata only (Accept: ...;as=PartialObjectMetadata), as the real
+# server gives them for get, create and patch; an error stays a Status.
+partial="Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+cms=/api/v1/namespaces/default/configmaps
+out="$(api_curl -H "$partial" -H 'Content-Type: application/json' -X POST \
+  --data-binary '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"meta","labels":{"a":"b"}},"data":{"k":"v"}}' "$cms")"
+expect_eq "$(json 'd["kind"]+" "+d["apiVersion"]+" "+d["metadata"]["name"]+" "+d["metadata"]["labels"]["a"]+" "+str("data" in d)' <<<"$out")" \
+  "PartialObjectMetadata meta.k8s.io/v1 meta b False" "create answers with the metadata only"
+out="$(api_curl -H "$partial" -H 'Content-Type: application/apply-patch+yaml' -X PATCH \
+  --data-binary '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"meta"},"data":{"k":"w"}}' "$cms/meta?fieldManager=t")"
+expect_eq "$(json 'd["kind"]+" "+str("data" in d)+" "+str(bool(d["metadata"]["uid"]))' <<<"$out")" "PartialObjectMetadata False True" \
+  "apply answers with the metadata only"
+expect_eq "$(api_curl -H "$partial" "$cms/meta" | json 'd["kind"]')" "PartialObjectMetadata" "get answers with the metadata only"
+expect_eq "$(api_curl "$cms/meta" | json 'd["kind"]+" "+d["data"]["k"]')" "ConfigMap w" "without it, the whole object (the apply applied)"
+expect_eq "$(api_curl -H "$partial" "$cms/missing" | json 'd["kind"]+" "+d["reason"]')" "Status NotFound" "an error is still a Status"
 echo "PASS"

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -127,6 +128,17 @@ TEST_CASE("kube backend: submit applies Secret, then Service, then Job, with the
   CHECK(kube_test::path_of(f.tr.requests[1].url) == "/api/v1/namespaces/ml/services/demo-abc12");
   CHECK(kube_test::path_of(f.tr.requests[2].url) == "/apis/batch/v1/namespaces/ml/jobs/demo-abc12");
   CHECK(f.tr.perform_all_calls == 3);
+  // The answers are only checked: each request asks for the metadata only, with plain
+  // JSON as the fallback.
+  for (const auto& sent : f.tr.requests) {
+    auto accept = std::find_if(sent.headers.begin(), sent.headers.end(),
+                               [](const auto& h) { return h.first == "Accept"; });
+    REQUIRE(accept != sent.headers.end());
+    CHECK(accept->second ==
+          "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json");
+    CHECK(std::count_if(sent.headers.begin(), sent.headers.end(),
+                        [](const auto& h) { return h.first == "Accept"; }) == 1);
+  }
 
   const auto& secret = f.api.objects.at("/api/v1/namespaces/ml/secrets/demo-abc12-rdzv");
   CHECK(secret["metadata"]["labels"]["ktrain.dev/run"] == "demo-abc12");
