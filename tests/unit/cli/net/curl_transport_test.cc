@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -208,6 +209,37 @@ TEST_CASE("curl: streaming hands over headers once, then the body as it arrives"
   CHECK(header_calls == 1);
   CHECK(got == "line 0\nline 1\nline 2\nline 3\nline 4\n");
   CHECK(resp.body.empty());
+}
+
+TEST_CASE("curl: a lean stream to a server known to speak HTTP/1.1 reads 4 KiB at a time") {
+  httplib::Server s;
+  routes(s);
+  Running<httplib::Server> srv(s);
+  CurlTransport t;
+  auto lean_get = [&](size_t& largest) {
+    Request r;
+    r.url = srv.url("http", "/big");
+    r.lean = true;
+    std::string got;
+    largest = 0;
+    r.on_data = [&](std::string_view d) {
+      largest = std::max(largest, d.size());
+      got += d;
+      return true;
+    };
+    Response resp = t.perform(r);
+    CHECK(resp.status == 200);
+    CHECK(resp.http_version == "1.1");
+    return got;
+  };
+  size_t largest = 0;
+  // The first: the server's protocol is not known yet (libcurl's own buffer).
+  CHECK(lean_get(largest) == std::string(1 << 20, 'x'));
+  // The next: it answered over HTTP/1.1, so the stream's receive buffer is small, and
+  // nothing is lost for it.
+  CHECK(lean_get(largest) == std::string(1 << 20, 'x'));
+  CHECK(largest > 0);
+  CHECK(largest <= 4096);
 }
 
 TEST_CASE("curl: on_data returning false stops the transfer (aborted)") {
