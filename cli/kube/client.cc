@@ -410,14 +410,9 @@ net::Request Client::to_request(RequestSpec&& spec) const {
   return req;
 }
 
-net::Request Client::apply_request(const nlohmann::ordered_json& obj, const std::string& ns,
-                                   const ApplyOptions& opts) const {
-  return to_request(apply_spec(obj, ns, opts));
-}
-
 nlohmann::json Client::apply(const nlohmann::ordered_json& obj, const std::string& ns,
                              const ApplyOptions& opts) {
-  auto req = apply_request(obj, ns, opts);
+  auto req = to_request(apply_spec(obj, ns, opts));
   auto resp = send(req);
   check(req, resp);
   return parse_body(req, resp);

@@ -157,11 +157,9 @@ class Client {
   std::string list(const std::string& path, const ListOptions& opts,
                    const std::function<void(nlohmann::json& item)>& each);
 
-  /// The server-side apply request of `obj` (PATCH application/apply-patch+yaml with
-  /// fieldManager and force; marked idempotent). `ns` fills a missing metadata.namespace.
-  net::Request apply_request(const nlohmann::ordered_json& obj, const std::string& ns,
-                             const ApplyOptions& opts = {}) const;
-  /// The same, as a RequestSpec (to_request makes the request).
+  /// The server-side apply of `obj` as a RequestSpec (PATCH application/apply-patch+yaml
+  /// with fieldManager and force; marked idempotent; to_request makes the request).
+  /// `ns` fills a missing metadata.namespace.
   RequestSpec apply_spec(const nlohmann::ordered_json& obj, const std::string& ns,
                          const ApplyOptions& opts = {}) const;
   /// The request of `spec`, for this API server (moves the body out of `spec`).
