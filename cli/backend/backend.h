@@ -26,6 +26,7 @@ const char* to_string(RunState s);
 struct RunSummary {
   std::string name;
   std::string namespace_;  ///< "" for local runs
+  std::string sweep;       ///< the sweep it belongs to (its base name), "" if none
   RunState state = RunState::kUnknown;
   int nodes = 0;
   int gpus = 0;  ///< per node

@@ -4,10 +4,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -66,46 +68,87 @@ std::string name_of(const ordered_json& obj) {
   return md->value("name", "");
 }
 
-/// A request once sent: its method and URL (for messages), and the answer.
-struct Sent {
-  net::Request req;
-  net::Response resp;
+/// A stop of the feed's consumer, thrown through render_each to end the render.
+struct FeedStopped {};
+
+}  // namespace
+
+/// Groups of prepared objects (a group: one run's objects) handed from a producer,
+/// the renderer on its own thread, to apply_feed. It holds at most about kMaxQueued
+/// objects, the producer waiting while it is full, so that a sweep of thousands of
+/// runs is not held whole.
+class PreparedFeed {
+ public:
+  using Group = std::vector<KubeBackend::PreparedObject>;
+  static constexpr size_t kMaxQueued = 1024;
+
+  /// Producer: hands over `group`, waiting while the feed is full. False when the
+  /// consumer has stopped: the producer should end.
+  bool push(Group group) {
+    std::unique_lock<std::mutex> lk(mu_);
+    space_.wait(lk, [&] { return stopped_ || queued_ < kMaxQueued; });
+    if (stopped_) return false;
+    queued_ += group.size();
+    groups_.push_back(std::move(group));
+    ready_.notify_all();
+    return true;
+  }
+
+  /// Producer: there will be no more groups; `error` when producing them failed.
+  void close(std::exception_ptr error = nullptr) {
+    std::lock_guard<std::mutex> lk(mu_);
+    closed_ = true;
+    error_ = std::move(error);
+    ready_.notify_all();
+  }
+
+  /// Consumer: waits until at least `at_least` objects are queued or the feed is
+  /// closed, then moves the queued groups to `out`. False once the feed is closed
+  /// and empty.
+  bool take(std::deque<Group>& out, size_t at_least) {
+    std::unique_lock<std::mutex> lk(mu_);
+    ready_.wait(lk, [&] { return closed_ || queued_ >= at_least; });
+    const bool any = !groups_.empty();
+    for (auto& g : groups_) out.push_back(std::move(g));
+    groups_.clear();
+    queued_ = 0;
+    space_.notify_all();
+    return any || !closed_;
+  }
+
+  /// Consumer: wants no more; push returns false from now on.
+  void stop() {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopped_ = true;
+    space_.notify_all();
+  }
+
+  /// The producer's failure, if it has failed.
+  std::exception_ptr error() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return error_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable ready_;  ///< groups queued, or closed
+  std::condition_variable space_;  ///< room in the queue, or stopped
+  std::deque<Group> groups_;
+  size_t queued_ = 0;  ///< objects in groups_
+  bool closed_ = false;
+  bool stopped_ = false;
+  std::exception_ptr error_;
 };
 
-/// Sends `specs` at most 128 at a time, making each request only when its batch goes
-/// (and moving its body out of `specs`); keeps of each answer the status and, for
-/// errors only, the body, and of each request its method and URL: a submit of
-/// thousands of objects holds neither thousands of requests nor of answers.
-std::vector<Sent> send_batched(kube::Client& client, std::vector<kube::RequestSpec>& specs) {
-  constexpr size_t kBatch = 128;
-  std::vector<Sent> out;
-  out.reserve(specs.size());
-  for (size_t at = 0; at < specs.size(); at += kBatch) {
-    const size_t end = std::min(specs.size(), at + kBatch);
-    std::vector<net::Request> part;
-    part.reserve(end - at);
-    for (size_t i = at; i < end; ++i) {
-      part.push_back(client.to_request(std::move(specs[i])));
-      std::string().swap(specs[i].body);
-    }
-    const size_t first = out.size();
-    for (const auto& r : part) {
-      Sent s;
-      s.req.method = r.method;
-      s.req.url = r.url;
-      out.push_back(std::move(s));
-    }
-    auto resps = client.send_all(std::move(part));
-    for (size_t k = 0; k < resps.size(); ++k) {
-      auto& r = resps[k];
-      if (r.ok()) {
-        std::string().swap(r.body);
-        r.headers.clear();
-      }
-      out[first + k].resp = std::move(r);
-    }
-  }
-  return out;
+namespace {
+
+/// The feed of one vector of objects, all in one group.
+void feed_all(PreparedFeed& feed, std::vector<KubeBackend::PreparedObject>& objects) {
+  PreparedFeed::Group group;
+  group.reserve(objects.size());
+  for (auto& o : objects) group.push_back(std::move(o));
+  if (!group.empty()) feed.push(std::move(group));
+  feed.close();
 }
 
 }  // namespace
@@ -192,9 +235,36 @@ std::vector<std::string> KubeBackend::apply_objects(const std::vector<ordered_js
 
 std::vector<std::string> KubeBackend::apply_prepared(std::vector<PreparedObject>& prepared,
                                                      bool dry_run) {
-  std::vector<std::string> refs;
-  // The objects this call created (201), removed again when a later one is refused,
-  // so that a refused submit leaves nothing behind.
+  PreparedFeed feed;
+  feed_all(feed, prepared);
+  return apply_feed(feed, dry_run);
+}
+
+std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_run) {
+  // At most this many requests at once; each batch is answered before the next goes,
+  // and a group has at most one step in a batch: a run's Job goes only once its Secret
+  // and Service are there. A batch takes the groups in the order they came, so a sweep
+  // goes run after run (128 Secrets, their Services, their Jobs, the next 128 ...)
+  // while it is still being rendered.
+  constexpr size_t kBatch = 128;
+  struct Active {
+    PreparedFeed::Group objects;       ///< sorted by step
+    std::vector<std::uint64_t> order;  ///< each object's place in the feed
+    size_t next = 0;                   ///< the first not sent
+    size_t end = 0;                    ///< past the last in the batch being sent
+  };
+  std::deque<Active> active;
+  std::uint64_t fed = 0;
+  bool more = true;
+
+  struct Done {
+    int step;
+    std::uint64_t order;
+    std::string ref;
+  };
+  std::vector<Done> done;
+  // The objects this call created (201), removed again when a later one is refused
+  // or the feed fails, so that a refused submit leaves nothing behind.
   std::vector<std::string> created;
   auto roll_back = [&]() -> std::string {
     if (created.empty()) return "";
@@ -212,42 +282,111 @@ std::vector<std::string> KubeBackend::apply_prepared(std::vector<PreparedObject>
            std::to_string(created.size()) +
            " objects this submit created could not be removed; 'ktrain delete RUN' removes them)";
   };
-  for (int step = 0; step <= 2; ++step) {
-    std::vector<kube::RequestSpec> specs;
-    std::vector<const PreparedObject*> in_step;
-    for (auto& p : prepared) {
-      if (p.step != step) continue;
-      specs.push_back(std::move(p.spec));
-      in_step.push_back(&p);
+  // The feed failed (the render): what was sent is removed, and its error rethrown.
+  auto check_feed = [&] {
+    std::exception_ptr error = feed.error();
+    if (!error) return;
+    const std::string undone = roll_back();
+    if (undone.empty()) std::rethrow_exception(error);
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      throw Error(e.what() + undone, e.exit_status());
+    } catch (const std::exception& e) {
+      throw Error(e.what() + undone);
     }
-    if (specs.empty()) continue;
-    auto sent = send_batched(client_, specs);
+  };
+
+  for (;;) {
+    size_t ready = 0;  // requests the next batch could hold
+    for (const auto& a : active) {
+      for (size_t i = a.next; i < a.objects.size() && a.objects[i].step == a.objects[a.next].step;
+           ++i) {
+        ++ready;
+      }
+    }
+    if (more && ready < kBatch) {
+      std::deque<PreparedFeed::Group> fresh;
+      more = feed.take(fresh, kBatch - ready);
+      check_feed();
+      for (auto& g : fresh) {
+        if (g.empty()) continue;
+        Active a;
+        a.objects = std::move(g);
+        std::stable_sort(
+            a.objects.begin(), a.objects.end(),
+            [](const PreparedObject& x, const PreparedObject& y) { return x.step < y.step; });
+        for (size_t i = 0; i < a.objects.size(); ++i) a.order.push_back(fed++);
+        active.push_back(std::move(a));
+      }
+      if (!fresh.empty() || more) continue;
+    }
+    if (ready == 0) break;
+
+    // One batch: of each group in turn, the objects of its next step.
+    std::vector<net::Request> reqs;
+    std::vector<std::pair<Active*, size_t>> slots;
+    for (auto& a : active) {
+      a.end = a.next;
+      if (reqs.size() >= kBatch) continue;
+      const int step = a.objects[a.next].step;
+      while (a.end < a.objects.size() && a.objects[a.end].step == step && reqs.size() < kBatch) {
+        reqs.push_back(client_.to_request(std::move(a.objects[a.end].spec)));
+        std::string().swap(a.objects[a.end].spec.body);
+        slots.emplace_back(&a, a.end);
+        ++a.end;
+      }
+    }
+    // Of each request its method and URL stay, for messages; of each answer, the status
+    // and, for errors only, the body.
+    std::vector<net::Request> sent(reqs.size());
+    for (size_t k = 0; k < reqs.size(); ++k) {
+      sent[k].method = reqs[k].method;
+      sent[k].url = reqs[k].url;
+    }
+    auto resps = client_.send_all(std::move(reqs));
+
     std::vector<std::string> problems;
     std::optional<Error> first;
-    for (size_t i = 0; i < sent.size(); ++i) {
-      const net::Response& resp = sent[i].resp;
-      if (sent[i].req.method == "POST" && resp.failure == net::TransportFailure::kNone &&
-          resp.status == 409) {
-        continue;
+    for (size_t k = 0; k < resps.size(); ++k) {
+      const net::Response& resp = resps[k];
+      auto& [group, index] = slots[k];
+      const PreparedObject& obj = group->objects[index];
+      if (!(sent[k].method == "POST" && resp.failure == net::TransportFailure::kNone &&
+            resp.status == 409)) {
+        try {
+          client_.check(sent[k], resp);
+          if (!dry_run && resp.status == 201) created.push_back(obj.path);
+        } catch (const Error& e) {
+          Error wrapped = e.wrapped("applying " + obj.ref);
+          if (!first) first = wrapped;
+          problems.push_back(wrapped.what());
+          continue;
+        }
       }
-      try {
-        client_.check(sent[i].req, resp);
-        if (!dry_run && resp.status == 201) created.push_back(in_step[i]->path);
-      } catch (const Error& e) {
-        Error wrapped = e.wrapped("applying " + in_step[i]->ref);
-        if (!first) first = wrapped;
-        problems.push_back(wrapped.what());
-      }
+      done.push_back({obj.step, group->order[index], obj.ref});
     }
     if (first) {
+      feed.stop();
       const std::string undone = roll_back();
       if (problems.size() == 1) throw Error(first->what() + undone, first->exit_status());
       std::string msg = std::to_string(problems.size()) + " objects were refused:";
       for (const auto& p : problems) msg += "\n  " + p;
       throw Error(msg + undone, first->exit_status());
     }
-    for (const PreparedObject* p : in_step) refs.push_back(p->ref);
+    for (auto& a : active) a.next = a.end;
+    active.erase(std::remove_if(active.begin(), active.end(),
+                                [](const Active& a) { return a.next == a.objects.size(); }),
+                 active.end());
   }
+  check_feed();
+
+  std::sort(done.begin(), done.end(), [](const Done& x, const Done& y) {
+    return x.step != y.step ? x.step < y.step : x.order < y.order;
+  });
+  std::vector<std::string> refs;
+  refs.reserve(done.size());
+  for (auto& d : done) refs.push_back(std::move(d.ref));
   return refs;
 }
 
@@ -262,26 +401,63 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
   ro.run_id = opts.run_id.empty() ? random_run_id() : opts.run_id;
   const auto names = render::run_names(project, ro.run_id);
   const std::set<std::string> runs(names.begin(), names.end());
-  // Each object is made into its request as it is rendered, and its tree freed.
-  std::vector<PreparedObject> objects;
-  const auto warnings = render::render_each(project, ro, [&](ordered_json&& obj) {
-    const std::string run = label_of(obj, kRunLabel);
-    if (!runs.count(run)) return;  // the serve objects
-    if (obj["metadata"].is_object() && !obj["metadata"].contains("namespace")) {
-      obj["metadata"]["namespace"] = ns;
+  // The renderer makes each object into its request as it is rendered (and frees its
+  // tree), and hands over each run's objects together; they are sent while the later
+  // runs are rendered.
+  PreparedFeed feed;
+  std::vector<std::string> warnings;
+  std::thread renderer([&] {
+    std::exception_ptr error;
+    try {
+      PreparedFeed::Group group;
+      std::string group_run;
+      warnings = render::render_each(project, ro, [&](ordered_json&& obj) {
+        const std::string run = label_of(obj, kRunLabel);
+        if (!runs.count(run)) return;  // the serve objects
+        if (run != group_run && !group.empty()) {
+          if (!feed.push(std::move(group))) throw FeedStopped();
+          group.clear();
+        }
+        group_run = run;
+        if (obj["metadata"].is_object() && !obj["metadata"].contains("namespace")) {
+          obj["metadata"]["namespace"] = ns;
+        }
+        if (obj.value("kind", "") == "Job") {
+          group.push_back(
+              prepare(rendezvous_secret(run, ns, obj["metadata"]["labels"], random_token()),
+                      opts.dry_run_server));
+        }
+        group.push_back(prepare(obj, opts.dry_run_server));
+      });
+      if (!group.empty()) feed.push(std::move(group));
+    } catch (const FeedStopped&) {
+    } catch (...) {
+      error = std::current_exception();
     }
-    if (obj.value("kind", "") == "Job") {
-      objects.push_back(
-          prepare(rendezvous_secret(run, ns, obj["metadata"]["labels"], random_token()),
-                  opts.dry_run_server));
-    }
-    objects.push_back(prepare(obj, opts.dry_run_server));
+    feed.close(error);
   });
-  for (const auto& w : warnings) env_.warn(w);
+  struct Join {
+    std::thread& thread;
+    PreparedFeed& feed;
+    void operator()() {
+      feed.stop();
+      if (thread.joinable()) thread.join();
+    }
+    ~Join() { (*this)(); }
+  } join{renderer, feed};
+
   SubmitResult result;
   result.runs = names;
-  result.objects = with_context(opts.dry_run_server ? "submitting (server dry run)" : "submitting",
-                                [&] { return apply_prepared(objects, opts.dry_run_server); });
+  try {
+    result.objects = apply_feed(feed, opts.dry_run_server);
+  } catch (const Error& e) {
+    join();
+    for (const auto& w : warnings) env_.warn(w);
+    if (feed.error()) throw;  // the render's own error
+    throw e.wrapped(opts.dry_run_server ? "submitting (server dry run)" : "submitting");
+  }
+  join();
+  for (const auto& w : warnings) env_.warn(w);
   return result;
 }
 

@@ -18,6 +18,8 @@ namespace ktrain::backend {
 /// The label that every object of a run carries.
 inline constexpr const char* kRunLabel = "ktrain.dev/run";
 
+class PreparedFeed;
+
 /// Speaks REST to the API server through a kube::Client.
 class KubeBackend : public Backend {
  public:
@@ -28,9 +30,11 @@ class KubeBackend : public Backend {
 
   /// Renders the project's training runs and applies them: for each run a Secret
   /// `<run>-rdzv` with a random `token` (created once, kept on a second submit), then
-  /// the Services and PodGroups, then the Jobs (server-side apply, field manager
-  /// ktrain; the objects of one step are sent concurrently). Submitting the same run
-  /// again changes nothing. With dry_run_server, the server validates without persisting.
+  /// its Service and PodGroup, then its Job (server-side apply, field manager ktrain).
+  /// Runs are sent while later ones are still being rendered, many at once; each run's
+  /// objects go in that order. A refused object stops the submit and removes what it
+  /// had created. Submitting the same run again changes nothing. With dry_run_server,
+  /// the server validates without persisting.
   SubmitResult submit(const project::Project& project, const SubmitOptions& opts) override;
 
   /// The ktrain Jobs in the namespace (or all namespaces), newest first; read page by
@@ -74,6 +78,11 @@ class KubeBackend : public Backend {
   PreparedObject prepare(const nlohmann::ordered_json& obj, bool dry_run) const;
   /// apply_objects of prepared objects (their request bodies are moved out).
   std::vector<std::string> apply_prepared(std::vector<PreparedObject>& objects, bool dry_run);
+  /// Applies the groups of objects that `feed` hands over until it ends: each group's
+  /// objects step by step, many groups at once (see submit). Returns the refs ordered
+  /// by step, then as fed. On a refused object, or when the feed fails, it stops the
+  /// feed, removes what it created and throws.
+  std::vector<std::string> apply_feed(PreparedFeed& feed, bool dry_run);
 
   /// The namespace requests go to: -n, else the project's, else the context's.
   std::string namespace_for(const project::Project& project) const;

@@ -91,6 +91,7 @@ void spawn_keeper(const std::string& ktrain, const std::string& dir) {
 RunSummary summary_of(const LocalRun& run) {
   RunSummary s;
   s.name = run.name;
+  s.sweep = run.sweep;
   s.state = run.state;
   s.nodes = run.nodes;
   s.gpus = run.gpus;
@@ -170,6 +171,7 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
   for (const auto& point : project::sweep_points(train)) {
     LocalRun run;
     run.name = project::sweep_run_name(base, point);
+    if (point.index >= 0) run.sweep = base;
     run.project = project.name;
     run.directory = project.directory;
     run.launcher = programs_.launcher;

@@ -84,6 +84,7 @@ nlohmann::json to_json(const LocalRun& run) {
     nodes.push_back(std::move(j));
   }
   return {{"name", run.name},
+          {"sweep", run.sweep},
           {"project", run.project},
           {"directory", run.directory},
           {"launcher", run.launcher},
@@ -105,6 +106,7 @@ nlohmann::json to_json(const LocalRun& run) {
 LocalRun local_run_from_json(const nlohmann::json& j) {
   LocalRun run;
   run.name = j.at("name").get<std::string>();
+  run.sweep = j.value("sweep", "");
   run.project = j.value("project", "");
   run.directory = j.value("directory", "");
   run.launcher = j.value("launcher", "ktrain-launch");

@@ -31,6 +31,7 @@ struct LocalNode {
 /// run.json.
 struct LocalRun {
   std::string name;
+  std::string sweep;  ///< the sweep's base name, "" when not part of a sweep
   std::string project;
   std::string directory;  ///< where the command runs (the project's folder)
   std::string launcher;   ///< path of ktrain-launch
@@ -44,7 +45,7 @@ struct LocalRun {
   std::string created;  ///< RFC 3339
   RunState state = RunState::kPending;
   int keeper_pid = 0;
-  std::string reason;  ///< why it failed, one line
+  std::string reason;     ///< why it failed, one line
   int first_failed = -1;  ///< the node that failed first
   std::vector<LocalNode> node_status;
 };

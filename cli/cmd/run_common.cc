@@ -52,6 +52,16 @@ std::unique_ptr<backend::Backend> open_backend(Env& env, const TargetFlags& targ
   return std::make_unique<backend::KubeBackend>(std::make_unique<kube::Connection>(env), env);
 }
 
+std::unique_ptr<backend::Backend> open_backend_for_sweep(Env& env, const TargetFlags& target,
+                                                         const std::string& sweep) {
+  if (!target.local && (env.var("XDG_STATE_HOME") || env.var("HOME"))) {
+    for (const auto& s : backend::LocalBackend(env, backend::LocalPrograms{}).list(false)) {
+      if (s.sweep == sweep) return open_local(env);
+    }
+  }
+  return open_backend(env, target);
+}
+
 void print_log_line(Env& env, const backend::LogLine& line, bool timestamps,
                     const std::string& run_prefix) {
   static constexpr const char* kColors[] = {"\033[36m", "\033[33m", "\033[35m", "\033[32m",

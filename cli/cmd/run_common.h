@@ -26,6 +26,10 @@ struct TargetFlags {
 std::unique_ptr<backend::Backend> open_backend(Env& env, const TargetFlags& target,
                                                const std::string& run = "");
 
+/// open_backend for the runs of a sweep: local when `sweep` names a sweep of local runs.
+std::unique_ptr<backend::Backend> open_backend_for_sweep(Env& env, const TargetFlags& target,
+                                                         const std::string& sweep);
+
 /// Prints one log line: the launcher's "[rank N] ..." lines as they are, its own
 /// lines prefixed "[node I] "; with the time in front when `timestamps`; the prefix
 /// coloured per rank when env.color().
@@ -43,7 +47,9 @@ int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::st
 std::chrono::seconds parse_timeout_flag(const std::string& flag, const std::string& value);
 
 /// JSON of a run summary / status, with stable field names for scripts.
-nlohmann::ordered_json to_json(const backend::RunSummary& s, std::chrono::system_clock::time_point now);
-nlohmann::ordered_json to_json(const backend::RunStatus& s, std::chrono::system_clock::time_point now);
+nlohmann::ordered_json to_json(const backend::RunSummary& s,
+                               std::chrono::system_clock::time_point now);
+nlohmann::ordered_json to_json(const backend::RunStatus& s,
+                               std::chrono::system_clock::time_point now);
 
 }  // namespace ktrain::cmd

@@ -133,6 +133,7 @@ backend::RunSummary summarize_job(const json& job) {
   s.name = str(job, {"metadata", "labels", kLabelRun});
   if (s.name.empty()) s.name = str(job, {"metadata", "name"});
   s.namespace_ = str(job, {"metadata", "namespace"});
+  s.sweep = str(job, {"metadata", "labels", kLabelSweep});
   const auto& spec = at_path(job, {"spec"});
   s.nodes = integer(at_path(spec, {"parallelism"}), integer(at_path(spec, {"completions"}), 1));
   if (const json* c = train_container_spec(at_path(spec, {"template", "spec"}))) {

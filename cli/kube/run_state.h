@@ -14,6 +14,7 @@ namespace ktrain::kube {
 
 /// Label and annotation names that Kubernetes and ktrain put on a run's objects.
 inline constexpr const char* kLabelRun = "ktrain.dev/run";
+inline constexpr const char* kLabelSweep = "ktrain.dev/sweep";
 inline constexpr const char* kLabelManagedBy = "app.kubernetes.io/managed-by";
 inline constexpr const char* kCompletionIndex = "batch.kubernetes.io/job-completion-index";
 

@@ -33,6 +33,8 @@ pods:
     hold: true
   - match: {job: "slow-*"}
     hold: true
+  - match: {job: "sw-*"}
+    hold: true
 YAML
 start_apiserver "$work/script.yaml"
 trap cleanup EXIT
@@ -324,6 +326,79 @@ wait_for 'd["status"].get("replicas")==1' /apis/apps/v1/namespaces/default/deplo
 k scale web --min 2
 expect_eq "$rc" "1" "scale --min without an HPA: exit 1"
 expect_contains "$err" "--min/--max change the HorizontalPodAutoscaler, and none controls deployment \"web\"" "scale --min without an HPA: message"
+
+echo "== a sweep: runs sent while the later ones are rendered, each run in order"
+# 150 runs (450 objects: more than one batch of requests). Secrets and Services are
+# answered 30 ms late: a Job sent together with its run's Secret or Service would start
+# before they were answered.
+values=$(seq -s ', ' 0 149)
+cat >"$work/sw.yaml" <<YAML
+name: sw
+image: registry.example.com/ml/sw:1.0.0
+train:
+  command: [python3, train.py, --i, "{i}"]
+  framework: none
+  nodes: 1
+  gpus: 0
+  preflight: "off"
+  sweep:
+    i: [$values]
+YAML
+admin DELETE /_test/requests >/dev/null
+admin PUT /_test/faults '[{"method":"POST","path":"/api/v1/namespaces/other/secrets","latencyMs":30,"count":-1},
+  {"method":"PATCH","path":"/api/v1/namespaces/other/services/*","latencyMs":30,"count":-1}]' >/dev/null
+k_ok "submit a sweep" -n other submit -f sw.yaml --run-id s -o json
+admin DELETE /_test/faults >/dev/null
+expect_eq "$(json '" ".join(d["runs"][:2] + d["runs"][-1:]), len(d["runs"])' <<<"$out")" "('sw-s-0 sw-s-1 sw-s-149', 150)" "sweep: the runs"
+expect_eq "$(json 'len(d["objects"]), d["objects"][0], d["objects"][150], d["objects"][449]' <<<"$out")" \
+  "(450, 'secret/sw-s-0-rdzv', 'service/sw-s-0', 'job.batch/sw-s-149')" "sweep: objects named by step, then run by run"
+admin GET '/_test/requests' >"$work/sweep-reqs.json"
+python3 - "$work/sweep-reqs.json" <<'PY' || fail "sweep: a Job went before its Secret or Service was answered"
+import datetime, json, sys
+def t(s):
+    return datetime.datetime.fromisoformat(s[:26]).timestamp()
+start = {}
+for r in json.load(open(sys.argv[1])):
+    p = r["path"]
+    if "/namespaces/other/" not in p or r["status"] >= 400:
+        continue
+    kind = "job" if "/jobs/" in p else "service" if "/services/" in p else "secret" if "/secrets" in p else None
+    if kind is None:
+        continue
+    name = p.rsplit("/", 1)[1] if kind != "secret" else None
+    start.setdefault(kind, []).append((t(r["time"]), name))
+jobs = {n: s for s, n in start["job"]}
+services = {n: s for s, n in start["service"]}
+assert len(jobs) == 150 and len(services) == 150 and len(start["secret"]) == 150, {k: len(v) for k, v in start.items()}
+for n, s in jobs.items():
+    assert s >= services[n] + 0.03, (n, s - services[n])
+# A Secret's name is in its body, not its path: each Job started 30 ms after some
+# Secret, and no Job before the first 128 Secrets had been answered.
+first_jobs = sorted(jobs.values())
+secrets = sorted(s for s, _ in start["secret"])
+assert first_jobs[0] >= secrets[127] + 0.03, first_jobs[0] - secrets[127]
+print("ok: sweep: every Job started after its Service was answered")
+PY
+[ "$(api_curl "/api/v1/namespaces/other/secrets?labelSelector=ktrain.dev/sweep=sw-s" | json 'len(d["items"])')" = 150 ] ||
+  fail "sweep: 150 Secrets"
+echo "ok: sweep: 150 Secrets"
+
+# A Job refused late in the sweep: nothing of the sweep is left, not even what the
+# earlier runs had running.
+admin PUT /_test/faults '{"method":"PATCH","path":"/apis/batch/v1/namespaces/other/jobs/sw-t-140","status":422,"message":"Job.batch \"sw-t-140\" is invalid: spec.parallelism: Invalid value","count":-1}' >/dev/null
+k -n other submit -f sw.yaml --run-id t
+admin DELETE /_test/faults >/dev/null
+expect_eq "$rc" "1" "sweep refused late: exit 1"
+expect_contains "$err" "sw-t-140" "sweep refused late: names the object"
+expect_contains "$err" "is invalid: spec.parallelism: Invalid value" "sweep refused late: the server's words"
+expect_contains "$err" "objects this submit had created were removed)" "sweep refused late: what was created is removed"
+left=""
+for c in /apis/batch/v1/namespaces/other/jobs /api/v1/namespaces/other/services /api/v1/namespaces/other/secrets; do
+  left+="$(api_curl "$c?labelSelector=ktrain.dev/sweep=sw-t" | json 'len(d["items"])')"
+done
+expect_eq "$left" "000" "sweep refused late: no Job, Service or Secret left"
+k_ok "delete the sweep" -n other delete --all sw-s
+expect_eq "$(api_curl "/apis/batch/v1/namespaces/other/jobs?labelSelector=ktrain.dev/sweep=sw-s" | json 'len(d["items"])')" "0" "sweep deleted"
 
 echo "== errors"
 sed '/^    token:/d' "$KUBECONFIG" >"$work/nocred.kubeconfig"

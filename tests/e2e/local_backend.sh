@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The local backend, verb by verb: submit --wait/--follow (success, failure, timeout),
 # list, status (table and json), logs (--rank, --node, --tail, --timestamps), delete
-# of a running run, and the usage errors.
+# of a running run, delete --all of a sweep, and the usage errors.
 set -euo pipefail
 : "${KTRAIN_BUILD:?set KTRAIN_BUILD to the build folder}"
 ktrain="$KTRAIN_BUILD/ktrain"
@@ -102,6 +102,27 @@ done || true)
 [ -z "$left" ] || fail "processes of the deleted run are still alive: $left"
 expect_status 1 "$ktrain" status job-slow1
 grep -q 'run "job-slow1" not found' "$work/err" || fail "status of a deleted run: $(cat "$work/err")"
+
+# A sweep: delete --all removes every run of it, and nothing else.
+cat >sweep.yaml <<'YAML'
+name: sw
+image: registry.example.com/job:1.0
+train:
+  command: [python3, -c, "print('point {x}')"]
+  sweep:
+    x: [1, 2, 3]
+YAML
+expect_status 0 "$ktrain" submit -f sweep.yaml --wait --run-id a
+[ "$(cat "$work/out" | tr '\n' ' ')" = "sw-a-0 sw-a-1 sw-a-2 " ] || fail "sweep submit printed: $(cat "$work/out")"
+expect_status 0 "$ktrain" delete --all sw-a
+[ "$(cat "$work/out" | tr '\n' ' ')" = "deleted sw-a-0 deleted sw-a-1 deleted sw-a-2 " ] || fail "delete --all printed: $(cat "$work/out")"
+expect_status 0 "$ktrain" list -o name
+! grep -q '^sw-' "$work/out" || fail "delete --all left runs: $(cat "$work/out")"
+grep -qx 'job-ok1' "$work/out" || fail "delete --all removed another run: $(cat "$work/out")"
+expect_status 1 "$ktrain" delete --all sw-a
+grep -q 'no run of a sweep named "sw-a"' "$work/err" || fail "delete --all of no sweep: $(cat "$work/err")"
+expect_status 1 "$ktrain" delete --all job-ok1
+expect_status 0 "$ktrain" status job-ok1
 
 # Usage errors: exit 2, nothing on stdout.
 expect_status 2 "$ktrain" submit --run-id 'Bad_ID'
