@@ -142,7 +142,7 @@ class Follower {
 
     kube::WatchOptions pod_watch;
     pod_watch.label_selector = std::string(kube::kLabelRun) + "=" + run_;
-    pod_watch.drop_keys = {"managedFields", "spec"};
+    pod_watch.drop_keys = {"managedFields", "spec", "conditions"};
     pod_watch.cancelled = stopped;
     kube::WatchHandlers pod_handlers;
     pod_handlers.on_list = [this](std::vector<json>& items) { on_pod_list(items); };
@@ -200,18 +200,22 @@ class Follower {
         }
         if (ended()) {
           if (final_list_done_) break;
-          // Before ending, one list of the pods, in case the watch is behind.
+          // Before ending, one list of the pods, in case the watch is behind. Small
+          // pages, each pod taken in as it is read: this comes when every stream has
+          // ended, and hundreds of whole pods at once would be the peak of the follow.
           final_list_done_ = true;
           lk.unlock();
-          std::vector<json> items;
           kube::ListOptions lo;
           lo.label_selector = std::string(kube::kLabelRun) + "=" + run_;
-          lo.drop_keys = {"managedFields", "spec"};
+          lo.drop_keys = {"managedFields", "spec", "conditions"};
+          lo.limit = 32;
           guard([&] {
-            client_.list(pods_path, lo, [&items](json& p) { items.push_back(std::move(p)); });
+            client_.list(pods_path, lo, [this](json& p) {
+              std::lock_guard<std::mutex> g(mu_);
+              update_pod(p, false);
+            });
           });
           lk.lock();
-          for (auto& p : items) update_pod(p, false);
           continue;
         }
         cv_.wait_for(lk, std::chrono::milliseconds(100));
