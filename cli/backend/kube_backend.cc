@@ -73,72 +73,44 @@ struct FeedStopped {};
 
 }  // namespace
 
-/// Groups of prepared objects (a group: one run's objects) handed from a producer,
-/// the renderer on its own thread, to apply_feed. It holds at most about kMaxQueued
-/// objects, the producer waiting while it is full, so that a sweep of thousands of
-/// runs is not held whole.
-class PreparedFeed {
- public:
-  using Group = std::vector<KubeBackend::PreparedObject>;
-  static constexpr size_t kMaxQueued = 1024;
+bool PreparedFeed::push(Group group) {
+  std::unique_lock<std::mutex> lk(mu_);
+  space_.wait(lk, [&] { return stopped_ || queued_ < kMaxQueued; });
+  if (stopped_) return false;
+  queued_ += group.size();
+  groups_.push_back(std::move(group));
+  ready_.notify_all();
+  return true;
+}
 
-  /// Producer: hands over `group`, waiting while the feed is full. False when the
-  /// consumer has stopped: the producer should end.
-  bool push(Group group) {
-    std::unique_lock<std::mutex> lk(mu_);
-    space_.wait(lk, [&] { return stopped_ || queued_ < kMaxQueued; });
-    if (stopped_) return false;
-    queued_ += group.size();
-    groups_.push_back(std::move(group));
-    ready_.notify_all();
-    return true;
-  }
+void PreparedFeed::close(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lk(mu_);
+  closed_ = true;
+  error_ = std::move(error);
+  ready_.notify_all();
+}
 
-  /// Producer: there will be no more groups; `error` when producing them failed.
-  void close(std::exception_ptr error = nullptr) {
-    std::lock_guard<std::mutex> lk(mu_);
-    closed_ = true;
-    error_ = std::move(error);
-    ready_.notify_all();
-  }
+bool PreparedFeed::take(std::deque<Group>& out, size_t at_least) {
+  std::unique_lock<std::mutex> lk(mu_);
+  ready_.wait(lk, [&] { return closed_ || queued_ >= at_least; });
+  const bool any = !groups_.empty();
+  for (auto& g : groups_) out.push_back(std::move(g));
+  groups_.clear();
+  queued_ = 0;
+  space_.notify_all();
+  return any || !closed_;
+}
 
-  /// Consumer: waits until at least `at_least` objects are queued or the feed is
-  /// closed, then moves the queued groups to `out`. False once the feed is closed
-  /// and empty.
-  bool take(std::deque<Group>& out, size_t at_least) {
-    std::unique_lock<std::mutex> lk(mu_);
-    ready_.wait(lk, [&] { return closed_ || queued_ >= at_least; });
-    const bool any = !groups_.empty();
-    for (auto& g : groups_) out.push_back(std::move(g));
-    groups_.clear();
-    queued_ = 0;
-    space_.notify_all();
-    return any || !closed_;
-  }
+void PreparedFeed::stop() {
+  std::lock_guard<std::mutex> lk(mu_);
+  stopped_ = true;
+  space_.notify_all();
+}
 
-  /// Consumer: wants no more; push returns false from now on.
-  void stop() {
-    std::lock_guard<std::mutex> lk(mu_);
-    stopped_ = true;
-    space_.notify_all();
-  }
-
-  /// The producer's failure, if it has failed.
-  std::exception_ptr error() {
-    std::lock_guard<std::mutex> lk(mu_);
-    return error_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable ready_;  ///< groups queued, or closed
-  std::condition_variable space_;  ///< room in the queue, or stopped
-  std::deque<Group> groups_;
-  size_t queued_ = 0;  ///< objects in groups_
-  bool closed_ = false;
-  bool stopped_ = false;
-  std::exception_ptr error_;
-};
+std::exception_ptr PreparedFeed::error() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return error_;
+}
 
 namespace {
 
@@ -275,6 +247,11 @@ std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_ru
     for (const auto& r : resps) {
       if (r.failure == net::TransportFailure::kNone && (r.ok() || r.status == 404)) ++removed;
     }
+    if (created.size() == 1) {
+      return removed == 1 ? "\n(the object this submit had created was removed)"
+                          : "\n(the object this submit created could not be removed; 'ktrain "
+                            "delete RUN' removes it)";
+    }
     if (removed == created.size()) {
       return "\n(the " + std::to_string(removed) + " objects this submit had created were removed)";
     }
@@ -322,6 +299,7 @@ std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_ru
       if (!fresh.empty() || more) continue;
     }
     if (ready == 0) break;
+    check_feed();  // a failed render sends nothing more
 
     // One batch: of each group in turn, the objects of its next step.
     std::vector<net::Request> reqs;

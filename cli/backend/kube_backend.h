@@ -2,7 +2,11 @@
 // The cluster backend: runs are Indexed Jobs (with a headless Service, a rendezvous
 // Secret and, for Volcano, a PodGroup) found again by their ktrain.dev/run label.
 
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -98,6 +102,40 @@ class KubeBackend : public Backend {
   std::unique_ptr<kube::Connection> connection_;
   kube::Client& client_;
   Env& env_;
+};
+
+/// Groups of prepared objects (a group: one run's objects) handed from a producer (the
+/// renderer, on a thread of its own) to KubeBackend::apply_feed. It holds at most about
+/// kMaxQueued objects, the producer waiting while it is full, so that a sweep of
+/// thousands of runs is never held whole.
+class PreparedFeed {
+ public:
+  using Group = std::vector<KubeBackend::PreparedObject>;
+  static constexpr size_t kMaxQueued = 1024;
+
+  /// Producer: hands over `group`, waiting while the feed is full. False when the
+  /// consumer has stopped: the producer should end.
+  bool push(Group group);
+  /// Producer: there will be no more groups; `error` when producing them failed.
+  void close(std::exception_ptr error = nullptr);
+  /// Consumer: waits until at least `at_least` objects are queued or the feed is
+  /// closed, then moves the queued groups to `out`. False once the feed is closed and
+  /// empty.
+  bool take(std::deque<Group>& out, size_t at_least);
+  /// Consumer: wants no more; push returns false from now on.
+  void stop();
+  /// The producer's failure, if it has failed.
+  std::exception_ptr error();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable ready_;  ///< groups queued, or closed
+  std::condition_variable space_;  ///< room in the queue, or stopped
+  std::deque<Group> groups_;
+  size_t queued_ = 0;  ///< objects in groups_
+  bool closed_ = false;
+  bool stopped_ = false;
+  std::exception_ptr error_;
 };
 
 /// The rendezvous Secret of `run`: `<run>-rdzv` with data.token = base64(`token`) and the

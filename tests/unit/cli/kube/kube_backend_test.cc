@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "backend/kube_backend.h"
 #include "kube_fakes.h"
@@ -204,7 +207,10 @@ TEST_CASE("kube backend: a refused object is reported with its name and the serv
     const std::string m = e.what();
     CHECK(m.find("submitting: applying job.batch/demo-abc12: PATCH") == 0);
     CHECK(m.find("containers[0].image: Required value") != std::string::npos);
+    // The Secret was created (201) and is removed again; the fake answers an apply 200.
+    CHECK(m.find("\n(the object this submit had created was removed)") != std::string::npos);
   }
+  CHECK_FALSE(f.api.objects.count("/api/v1/namespaces/ml/secrets/demo-abc12-rdzv"));
 }
 
 TEST_CASE("kube backend: -n must agree with the project's namespace") {
@@ -421,4 +427,128 @@ TEST_CASE("kube backend: the rendezvous secret and random tokens") {
   auto a = backend::random_token(), b = backend::random_token();
   CHECK(a.size() == 64);
   CHECK(a != b);
+}
+
+TEST_CASE("kube backend: a sweep larger than a batch goes run by run, each run in order") {
+  Fixture f;
+  auto p = demo_project();
+  std::vector<std::string> points;
+  for (int i = 0; i < 200; ++i) points.push_back(std::to_string(i));
+  p.train->sweep = {{"seed", points}};
+  backend::SubmitOptions o;
+  o.run_id = "big01";
+  auto r = f.kb.submit(p, o);
+  REQUIRE(r.runs.size() == 200);
+  REQUIRE(r.objects.size() == 600);
+  // Named as before: every Secret, then every Service, then every Job, run by run.
+  CHECK(r.objects[0] == "secret/demo-big01-0-rdzv");
+  CHECK(r.objects[199] == "secret/demo-big01-199-rdzv");
+  CHECK(r.objects[200] == "service/demo-big01-0");
+  CHECK(r.objects[599] == "job.batch/demo-big01-199");
+  // Sent in batches of at most 128, in which a run has at most one step: its Secret
+  // (POST to the collection: the name is in the body), then its Service, then its Job.
+  std::map<std::string, size_t> secret_at, service_at, job_at;
+  for (size_t i = 0; i < f.tr.requests.size(); ++i) {
+    const auto& req = f.tr.requests[i];
+    const auto path = kube_test::path_of(req.url);
+    const auto name = path.substr(path.rfind('/') + 1);
+    if (req.method == "POST") {
+      secret_at[json::parse(req.body)["metadata"]["name"].get<std::string>()] = i;
+    } else if (path.find("/services/") != std::string::npos) {
+      service_at[name] = i;
+    } else if (path.find("/jobs/") != std::string::npos) {
+      job_at[name] = i;
+    }
+  }
+  REQUIRE(job_at.size() == 200);
+  const size_t batches = f.tr.perform_all_calls;
+  CHECK(batches >= 600 / 128 + 1);
+  for (const auto& [run, at] : job_at) {
+    INFO(run);
+    CHECK(service_at.at(run) < at);
+    CHECK(secret_at.at(run + "-rdzv") < at);
+  }
+  // The first Job goes only after the first 128 Secrets.
+  size_t first_job = f.tr.requests.size();
+  for (const auto& [run, at] : job_at) first_job = std::min(first_job, at);
+  size_t secrets_before = 0;
+  for (const auto& [name, at] : secret_at) secrets_before += at < first_job;
+  CHECK(secrets_before == 128);
+}
+
+TEST_CASE("kube backend: a feed that fails after objects were applied removes them") {
+  Fixture f;
+  backend::PreparedFeed feed;
+  // 128 runs of a Secret and a Service: a full batch, their 128 Secrets, goes first.
+  for (int i = 0; i < 128; ++i) {
+    const std::string run = "r" + std::to_string(i);
+    json svc = {{"apiVersion", "v1"},
+                {"kind", "Service"},
+                {"metadata", {{"name", run}, {"namespace", "ml"}}},
+                {"spec", {{"clusterIP", "None"}}}};
+    backend::PreparedFeed::Group group;
+    group.push_back(f.kb.prepare(
+        nlohmann::ordered_json(backend::rendezvous_secret(run, "ml", {}, "t")), false));
+    group.push_back(f.kb.prepare(nlohmann::ordered_json(svc), false));
+    REQUIRE(feed.push(std::move(group)));
+  }
+  // The producer fails while that batch is being sent.
+  bool failed = false;
+  f.tr.handler = [&](const net::Request& r) {
+    if (!failed) {
+      failed = true;
+      feed.close(std::make_exception_ptr(UsageError("render: run 129 is broken")));
+    }
+    return f.api.handle(r);
+  };
+  try {
+    f.kb.apply_feed(feed, false);
+    FAIL("expected the feed's error");
+  } catch (const Error& e) {
+    // The feed's words and exit status, and what was undone.
+    CHECK(e.exit_status() == 2);
+    const std::string m = e.what();
+    INFO(m);
+    CHECK(m.find("render: run 129 is broken") == 0);
+    CHECK(m.find("(the 128 objects this submit had created were removed)") != std::string::npos);
+  }
+  CHECK(f.api.creates == 128);
+  CHECK(f.api.applies == 0);  // no Service went after the failure
+  CHECK(f.api.objects.empty());
+}
+
+TEST_CASE("kube backend: a feed that fails before anything was sent rethrows its error as is") {
+  Fixture f;
+  backend::PreparedFeed feed;
+  feed.close(std::make_exception_ptr(UsageError("image: nothing to run")));
+  CHECK_THROWS_AS(f.kb.apply_feed(feed, false), UsageError);
+  CHECK(f.tr.requests.empty());
+}
+
+TEST_CASE("kube backend: a refused object stops the feed's producer") {
+  Fixture f;
+  f.tr.handler = [&f](const net::Request& r) {
+    if (r.method == "POST") return kube_test::status_response(403, "Forbidden", "no secrets");
+    return f.api.handle(r);
+  };
+  backend::PreparedFeed feed;
+  std::atomic<bool> refused{false};
+  std::thread producer([&] {
+    // Far more than the feed holds: the producer waits for room until it is stopped.
+    for (int i = 0; i < 5000; ++i) {
+      backend::PreparedFeed::Group g;
+      g.push_back(f.kb.prepare(nlohmann::ordered_json(backend::rendezvous_secret(
+                                   "r" + std::to_string(i), "ml", {}, "t")),
+                               false));
+      if (!feed.push(std::move(g))) {
+        refused = true;
+        break;
+      }
+    }
+    feed.close();
+  });
+  CHECK_THROWS_AS(f.kb.apply_feed(feed, false), Error);
+  producer.join();
+  CHECK(refused);
+  CHECK(f.tr.requests.size() == 128);  // one batch, all refused; nothing after it
 }
