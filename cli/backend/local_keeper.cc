@@ -43,7 +43,9 @@ void on_signal(int sig) {
   [[maybe_unused]] auto n = ::write(g_signal_pipe[1], &b, 1);
 }
 
-std::string now_rfc3339() { return format_rfc3339_nanos(std::chrono::system_clock::now()); }
+std::string now_rfc3339() {
+  return format_rfc3339_nanos(std::chrono::system_clock::now());
+}
 
 /// Whether TCP port `port` on 127.0.0.1 can be bound now.
 bool port_free(int port) {
@@ -187,7 +189,7 @@ namespace {
 
 int keep(const std::string& run_dir, LocalRun& run) {
   if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);

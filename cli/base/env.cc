@@ -61,11 +61,15 @@ bool RealFileSystem::is_directory(const std::string& path) {
   return std::filesystem::is_directory(path, ec);
 }
 
-std::chrono::system_clock::time_point RealClock::now() { return std::chrono::system_clock::now(); }
+std::chrono::system_clock::time_point RealClock::now() {
+  return std::chrono::system_clock::now();
+}
 std::chrono::steady_clock::time_point RealClock::steady_now() {
   return std::chrono::steady_clock::now();
 }
-void RealClock::sleep_for(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
+void RealClock::sleep_for(std::chrono::milliseconds d) {
+  std::this_thread::sleep_for(d);
+}
 
 std::optional<std::string> Env::var(const std::string& name) const {
   auto it = vars.find(name);

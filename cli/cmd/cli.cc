@@ -2,8 +2,8 @@
 #include <ostream>
 #include <vector>
 
-#include "base/error.h"
 #include "backend/local_run.h"
+#include "base/error.h"
 #include "cmd/build.h"
 #include "cmd/command.h"
 #include "cmd/completion.h"
@@ -11,11 +11,11 @@
 #include "cmd/init.h"
 #include "cmd/list.h"
 #include "cmd/logs.h"
-#include "cmd/status.h"
-#include "cmd/submit.h"
 #include "cmd/render.h"
 #include "cmd/scale.h"
 #include "cmd/serve.h"
+#include "cmd/status.h"
+#include "cmd/submit.h"
 #include "cmd/validate.h"
 #include "cmd/version.h"
 
@@ -28,18 +28,9 @@ using Adder = void (*)(CLI::App&, Env&, CommandResult&);
 /// Every verb, in the order `ktrain --help` lists them.
 const std::vector<Adder>& all_commands() {
   static const std::vector<Adder> adders = {
-      add_init_command,
-      add_validate_command,
-      add_render_command,
-      add_build_command,
-      add_submit_command,
-      add_list_command,
-      add_status_command,
-      add_logs_command,
-      add_delete_command,
-      add_serve_command,
-      add_scale_command,
-      add_completion_command,
+      add_init_command,    add_validate_command, add_render_command, add_build_command,
+      add_submit_command,  add_list_command,     add_status_command, add_logs_command,
+      add_delete_command,  add_serve_command,    add_scale_command,  add_completion_command,
       add_version_command,
   };
   return adders;

@@ -44,10 +44,12 @@ struct ListOptions {
     for (const auto& r : runs) width = std::max(width, r.name.size());
     const bool ns = all_namespaces;
     std::string header = ns ? fmt::format("{:<16}  ", "NAMESPACE") : "";
-    *env.out << header << fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {}\n", "NAME", width, "STATE",
-                                      "NODES", "GPUS", "AGE");
+    *env.out << header
+             << fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {}\n", "NAME", width, "STATE", "NODES",
+                            "GPUS", "AGE");
     for (const auto& r : runs) {
-      std::string row = ns ? fmt::format("{:<16}  ", r.namespace_.empty() ? "-" : r.namespace_) : "";
+      std::string row =
+          ns ? fmt::format("{:<16}  ", r.namespace_.empty() ? "-" : r.namespace_) : "";
       row += fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {}\n", r.name, width,
                          backend::to_string(r.state), r.nodes, r.gpus, format_age(now - r.created));
       *env.out << row;

@@ -121,6 +121,8 @@ std::vector<Response> LoggingTransport::perform_all(const std::vector<Request>& 
   return out;
 }
 
-const char* reason_phrase(int status) { return reason_text(status); }
+const char* reason_phrase(int status) {
+  return reason_text(status);
+}
 
 }  // namespace ktrain::net

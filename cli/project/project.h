@@ -59,25 +59,25 @@ struct SweepParam {
 
 /// `train`.
 struct Train {
-  std::vector<std::string> command;     ///< required, non-empty
-  std::string framework = "pytorch";    ///< pytorch | paddle | tensorflow | jax | none
-  int nodes = 1;                        ///< >= 1
-  int gpus = 0;                         ///< per node, >= 0
+  std::vector<std::string> command;   ///< required, non-empty
+  std::string framework = "pytorch";  ///< pytorch | paddle | tensorflow | jax | none
+  int nodes = 1;                      ///< >= 1
+  int gpus = 0;                       ///< per node, >= 0
   /// Workers per node; 0 = one per GPU found (or 1 without GPUs).
   int processes_per_node = 0;
-  std::string mig;                      ///< e.g. "1g.10gb": GPUs become nvidia.com/mig-<mig>
-  std::string gpu_type;                 ///< -> nodeSelector nvidia.com/gpu.product
-  std::string cpu;                      ///< Kubernetes quantity, "" = unset
-  std::string memory;                   ///< Kubernetes quantity, "" = unset
-  std::string shm;                      ///< size of /dev/shm (memory emptyDir), "" = none
+  std::string mig;       ///< e.g. "1g.10gb": GPUs become nvidia.com/mig-<mig>
+  std::string gpu_type;  ///< -> nodeSelector nvidia.com/gpu.product
+  std::string cpu;       ///< Kubernetes quantity, "" = unset
+  std::string memory;    ///< Kubernetes quantity, "" = unset
+  std::string shm;       ///< size of /dev/shm (memory emptyDir), "" = none
   StringPairs env;
   std::vector<EnvFrom> env_from;
   std::vector<Volume> volumes;
-  int restarts = 0;                          ///< backoffLimit
-  std::optional<std::int64_t> deadline_s;    ///< activeDeadlineSeconds
-  std::optional<std::int64_t> ttl_s;         ///< ttlSecondsAfterFinished
-  std::string preflight = "quick";           ///< off | quick | full
-  std::vector<SweepParam> sweep;             ///< empty = no sweep
+  int restarts = 0;                        ///< backoffLimit
+  std::optional<std::int64_t> deadline_s;  ///< activeDeadlineSeconds
+  std::optional<std::int64_t> ttl_s;       ///< ttlSecondsAfterFinished
+  std::string preflight = "quick";         ///< off | quick | full
+  std::vector<SweepParam> sweep;           ///< empty = no sweep
 };
 
 /// A toleration, from "key=value:Effect", "key:Effect", "key" or a full object.
@@ -96,7 +96,8 @@ struct Scheduling {
   std::string priority;       ///< priorityClassName
   StringPairs node_selector;
   std::vector<Toleration> tolerations;
-  bool tolerations_set = false;  ///< the user wrote `tolerations` (even empty): no default GPU toleration
+  bool tolerations_set =
+      false;  ///< the user wrote `tolerations` (even empty): no default GPU toleration
   std::string runtime_class;
 };
 
@@ -155,10 +156,10 @@ struct Serve {
 
 /// The whole project file.
 struct Project {
-  std::string file;       ///< where it was read from ("-" for stdin)
-  std::string directory;  ///< the folder of the project file (absolute)
-  std::string name;       ///< DNS-1123 label, <= 40 characters
-  std::string namespace_; ///< "" = the kubeconfig context's namespace, else "default"
+  std::string file;        ///< where it was read from ("-" for stdin)
+  std::string directory;   ///< the folder of the project file (absolute)
+  std::string name;        ///< DNS-1123 label, <= 40 characters
+  std::string namespace_;  ///< "" = the kubeconfig context's namespace, else "default"
   StringPairs labels;
   Image image;
   std::optional<Train> train;

@@ -31,8 +31,9 @@ TEST_CASE("sweep: parameter names become KTRAIN_PARAM_ variables") {
 }
 
 TEST_CASE("sweep: placeholders are replaced everywhere in the command, values never re-expanded") {
-  auto cmd = substitute_params({"python", "train.py", "--lr={lr}", "{batch}", "{lr}{lr}", "{other}"},
-                               {{"lr", "{lr}x"}, {"batch", "256"}});
+  auto cmd =
+      substitute_params({"python", "train.py", "--lr={lr}", "{batch}", "{lr}{lr}", "{other}"},
+                        {{"lr", "{lr}x"}, {"batch", "256"}});
   CHECK(cmd == std::vector<std::string>{"python", "train.py", "--lr={lr}x", "256", "{lr}x{lr}x",
                                         "{other}"});
 }
