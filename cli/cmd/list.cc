@@ -13,23 +13,28 @@ namespace ktrain::cmd {
 
 namespace {
 
+std::string trim_right(std::string s) {
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
 struct ListOptions {
   TargetFlags target;
   bool all_namespaces = false;
 
   int run(Env& env) const {
     const std::string& o = env.global.output;
-    if (!o.empty() && o != "table" && o != "wide" && o != "json" && o != "name") {
-      throw UsageError("-o " + o + ": list prints table, wide, json or name");
+    if (!o.empty() && o != "table" && o != "wide" && o != "json" && o != "yaml" && o != "name") {
+      throw UsageError("-o " + o + ": list prints table, wide, json, yaml or name");
     }
     auto be = open_backend(env, target);
     const auto runs = be->list(all_namespaces);
     const auto now = env.clock->now();
-    if (o == "json") {
+    if (o == "json" || o == "yaml") {
       nlohmann::ordered_json j;
       j["runs"] = nlohmann::ordered_json::array();
       for (const auto& r : runs) j["runs"].push_back(to_json(r, now));
-      *env.out << j.dump(2) << "\n";
+      print_document(env, j, o);
       return exit_code::kOk;
     }
     if (o == "name") {
@@ -43,16 +48,25 @@ struct ListOptions {
     size_t width = 4;
     for (const auto& r : runs) width = std::max(width, r.name.size());
     const bool ns = all_namespaces;
+    // -o wide adds the sweep each run belongs to and when it was created.
+    const bool wide = o == "wide";
+    size_t sweep_w = 5;
+    for (const auto& r : runs) sweep_w = std::max(sweep_w, r.sweep.size());
     std::string header = ns ? fmt::format("{:<16}  ", "NAMESPACE") : "";
-    *env.out << header
-             << fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {}\n", "NAME", width, "STATE", "NODES",
-                            "GPUS", "AGE");
+    header += fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {:<5}", "NAME", width, "STATE", "NODES",
+                          "GPUS", "AGE");
+    if (wide) header += fmt::format("  {:<{}}  {}", "SWEEP", sweep_w, "CREATED");
+    *env.out << trim_right(header) << "\n";
     for (const auto& r : runs) {
       std::string row =
           ns ? fmt::format("{:<16}  ", r.namespace_.empty() ? "-" : r.namespace_) : "";
-      row += fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {}\n", r.name, width,
+      row += fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {:<5}", r.name, width,
                          backend::to_string(r.state), r.nodes, r.gpus, format_age(now - r.created));
-      *env.out << row;
+      if (wide) {
+        row += fmt::format("  {:<{}}  {}", r.sweep.empty() ? "-" : r.sweep, sweep_w,
+                           format_rfc3339(r.created));
+      }
+      *env.out << trim_right(row) << "\n";
     }
     return exit_code::kOk;
   }

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/timefmt.h"
 #include "kube/connection.h"
+#include "render/yaml_json.h"
 
 namespace ktrain::cmd {
 
@@ -206,11 +207,20 @@ int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::st
   return status;
 }
 
+void print_document(Env& env, const nlohmann::ordered_json& doc, const std::string& format) {
+  if (format == "yaml") {
+    *env.out << render::to_yaml_document(doc);
+  } else {
+    *env.out << doc.dump(2) << "\n";
+  }
+}
+
 nlohmann::ordered_json to_json(const backend::RunSummary& s,
                                std::chrono::system_clock::time_point now) {
   nlohmann::ordered_json j;
   j["name"] = s.name;
   if (!s.namespace_.empty()) j["namespace"] = s.namespace_;
+  if (!s.sweep.empty()) j["sweep"] = s.sweep;
   j["state"] = backend::to_string(s.state);
   j["nodes"] = s.nodes;
   j["gpusPerNode"] = s.gpus;

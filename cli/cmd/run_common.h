@@ -47,6 +47,9 @@ int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::st
 std::chrono::seconds parse_timeout_flag(const std::string& flag, const std::string& value);
 
 /// JSON of a run summary / status, with stable field names for scripts.
+/// Prints `doc` as indented JSON (`format` "json") or as one YAML document ("yaml").
+void print_document(Env& env, const nlohmann::ordered_json& doc, const std::string& format);
+
 nlohmann::ordered_json to_json(const backend::RunSummary& s,
                                std::chrono::system_clock::time_point now);
 nlohmann::ordered_json to_json(const backend::RunStatus& s,

@@ -21,12 +21,12 @@ struct StatusOptions {
 
   int run_status(Env& env) const {
     const std::string& o = env.global.output;
-    if (!o.empty() && o != "table" && o != "wide" && o != "json") {
-      throw UsageError("-o " + o + ": status prints table, wide or json");
+    if (!o.empty() && o != "table" && o != "wide" && o != "json" && o != "yaml") {
+      throw UsageError("-o " + o + ": status prints table, wide, json or yaml");
     }
     auto be = open_backend(env, target, run);
     if (!watch) {
-      print(env, be->status(run), o == "json", false);
+      print(env, be->status(run), o, false);
       return exit_code::kOk;
     }
     // --watch: redrawn when something changed; ends with the run.
@@ -35,7 +35,7 @@ struct StatusOptions {
     be->watch_status(
         run,
         [&](const backend::RunStatus& st) {
-          if (o != "json" && !first) {
+          if (o != "json" && o != "yaml" && !first) {
             if (env.out_is_terminal) {
               *env.out << "\033[H\033[2J";  // clear the screen, redraw in place
             } else {
@@ -43,7 +43,7 @@ struct StatusOptions {
             }
           }
           first = false;
-          print(env, st, o == "json", true);
+          print(env, st, o, true);
           env.out->flush();
           final_state = st.summary.state;
           return static_cast<bool>(*env.out);
@@ -52,11 +52,17 @@ struct StatusOptions {
     return final_state == backend::RunState::kFailed ? exit_code::kFailed : exit_code::kOk;
   }
 
-  /// The status as a table, or as JSON (one line per status when `watching`).
-  static void print(Env& env, const backend::RunStatus& st, bool json, bool watching) {
+  /// The status as a table, as JSON (one line per status when `watching`) or as YAML
+  /// (one document per status).
+  static void print(Env& env, const backend::RunStatus& st, const std::string& o, bool watching) {
     const auto now = env.clock->now();
-    if (json) {
+    if (o == "json") {
       *env.out << to_json(st, now).dump(watching ? -1 : 2) << "\n";
+      return;
+    }
+    if (o == "yaml") {
+      if (watching) *env.out << "---\n";
+      print_document(env, to_json(st, now), o);
       return;
     }
     const auto& s = st.summary;

@@ -58,8 +58,8 @@ struct SubmitOptions {
       throw UsageError("--insecure-registry is for --build");
     }
     const auto& o = output_format;
-    if (!o.empty() && o != "name" && o != "json" && !(dry_run == "client" && o == "yaml")) {
-      throw UsageError("-o " + o + ": submit prints name or json");
+    if (!o.empty() && o != "name" && o != "json" && o != "yaml") {
+      throw UsageError("-o " + o + ": submit prints name, json or yaml");
     }
   }
 
@@ -96,11 +96,11 @@ struct SubmitOptions {
     opts.run_id = run_id;
     opts.dry_run_server = dry_run == "server";
     const backend::SubmitResult r = be->submit(project, opts);
-    if (output_format == "json") {
+    if (output_format == "json" || output_format == "yaml") {
       nlohmann::ordered_json j;
       j["runs"] = r.runs;
       j["objects"] = r.objects;
-      *env.out << j.dump(2) << "\n";
+      print_document(env, j, output_format);
     } else {
       for (const auto& name : r.runs) *env.out << name << "\n";
     }

@@ -134,9 +134,16 @@ admin POST /_test/release '{"job":"idem-a"}' >/dev/null
 
 k_ok "submit -o name" submit -f ok.yaml --run-id n -o name
 expect_eq "$out" "ok-n" "submit -o name prints the run name"
-k submit -f ok.yaml -o yaml
-expect_eq "$rc" "2" "submit -o yaml (not a dry run): exit 2"
-expect_contains "$err" "-o yaml: submit prints name or json" "submit -o yaml: message"
+k_ok "submit -o yaml" submit -f ok.yaml --run-id n -o yaml
+expect_eq "$out" "runs:
+- ok-n
+objects:
+- secret/ok-n-rdzv
+- service/ok-n
+- job.batch/ok-n" "submit -o yaml: the runs and objects as YAML"
+k submit -f ok.yaml -o wide
+expect_eq "$rc" "2" "submit -o wide: exit 2"
+expect_contains "$err" "-o wide: submit prints name, json or yaml" "submit -o wide: message"
 k submit -f ok.yaml --run-id BAD
 expect_eq "$rc" "2" "submit --run-id BAD: exit 2"
 expect_contains "$err" "--run-id BAD: expected 1 to 12 characters of a-z and 0-9" "submit --run-id BAD: message"
@@ -186,8 +193,9 @@ expect_eq "$out" "" "list of an empty namespace: no table"
 expect_eq "$err" "No runs found." "list of an empty namespace: says so"
 k_ok "list -o json, empty" -n ml-serving list -o json
 expect_eq "$(json 'd' <<<"$out")" '{"runs": []}' "list -o json of an empty namespace"
-k list -o yaml
-expect_eq "$rc" "2" "list -o yaml: exit 2"
+k list -o toml
+expect_eq "$rc" "2" "list -o toml: exit 2"
+expect_contains "$err" "-o toml: list prints table, wide, json, yaml or name" "list -o toml: message"
 
 echo "== status"
 k_ok "submit pend" submit -f pend.yaml --run-id a
@@ -397,8 +405,24 @@ for c in /apis/batch/v1/namespaces/other/jobs /api/v1/namespaces/other/services 
   left+="$(api_curl "$c?labelSelector=ktrain.dev/sweep=sw-t" | json 'len(d["items"])')"
 done
 expect_eq "$left" "000" "sweep refused late: no Job, Service or Secret left"
+k_ok "list -o wide" -n other list -o wide
+expect_eq "$(head -1 <<<"$out" | tr -s ' ')" "NAME STATE NODES GPUS AGE SWEEP CREATED" "list -o wide: the header"
+expect_eq "$(grep -c ' sw-s  *20[0-9-]*T' <<<"$out")" "150" "list -o wide: each run's sweep and creation time"
+k_ok "list -o yaml" -n other list -o yaml
+expect_eq "$(head -1 <<<"$out")" "runs:" "list -o yaml: a YAML document"
+expect_eq "$(grep -c '^- name: sw-s-' <<<"$out") $(grep -c '^  sweep: sw-s$' <<<"$out")" "150 150" "list -o yaml: each run and its sweep"
+k_ok "status -o yaml" -n other status sw-s-0 -o yaml
+expect_contains "$out" "name: sw-s-0" "status -o yaml"
 k_ok "delete the sweep" -n other delete --all sw-s
 expect_eq "$(api_curl "/apis/batch/v1/namespaces/other/jobs?labelSelector=ktrain.dev/sweep=sw-s" | json 'len(d["items"])')" "0" "sweep deleted"
+
+echo "== version"
+k_ok "version --server" version --server
+expect_eq "$(sed -n 2p <<<"$out")" "server v1.32.0 (linux/amd64) at $APISERVER_URL" "version --server: the API server's version"
+k_ok "version --server -o json" version --server -o json
+expect_eq "$(json 'd["serverVersion"]["gitVersion"], d["clientVersion"]["version"] != ""' <<<"$out")" "('v1.32.0', True)" "version --server -o json"
+k version --server --kubeconfig "$work/no-such.kubeconfig"
+expect_eq "$rc" "3" "version --server without a cluster: exit 3"
 
 echo "== errors"
 sed '/^    token:/d' "$KUBECONFIG" >"$work/nocred.kubeconfig"
