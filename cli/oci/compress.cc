@@ -5,9 +5,12 @@
 
 #include <deque>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/dynlib.h"
 #include "base/error.h"
@@ -24,41 +27,82 @@ constexpr size_t kGzipBlock = 1 << 20;  // input bytes per gzip member
 // the CRC-32 with carry-less multiplication.
 constexpr int kGzipLevel = 1;
 
-/// A libdeflate compressor of one level.
-class Deflater {
+/// libdeflate compressors kept for reuse: a block takes one of the fast and, for a
+/// stored block, one of level 0, and gives them back, so that a layer of hundreds of
+/// blocks allocates a compressor per worker rather than per block.
+class DeflaterPool {
  public:
-  explicit Deflater(int level) : c_(libdeflate_alloc_compressor(level)) {
-    if (!c_) throw Error("gzip: cannot allocate a compressor");
+  DeflaterPool() = default;
+  DeflaterPool(const DeflaterPool&) = delete;
+  DeflaterPool& operator=(const DeflaterPool&) = delete;
+  ~DeflaterPool() {
+    for (auto& free : free_) {
+      for (libdeflate_compressor* c : free) libdeflate_free_compressor(c);
+    }
   }
-  ~Deflater() { libdeflate_free_compressor(c_); }
-  Deflater(const Deflater&) = delete;
-  Deflater& operator=(const Deflater&) = delete;
-  libdeflate_compressor* get() const { return c_; }
+
+  /// A compressor of `level` (0 or kGzipLevel), given back when the lease ends.
+  class Lease {
+   public:
+    Lease(DeflaterPool& pool, int level) : pool_(pool), slot_(level == 0 ? 0 : 1) {
+      {
+        std::lock_guard<std::mutex> g(pool_.mu_);
+        auto& free = pool_.free_[slot_];
+        if (!free.empty()) {
+          c_ = free.back();
+          free.pop_back();
+        }
+      }
+      if (!c_) c_ = libdeflate_alloc_compressor(level);
+      if (!c_) throw Error("gzip: cannot allocate a compressor");
+    }
+    ~Lease() {
+      std::lock_guard<std::mutex> g(pool_.mu_);
+      pool_.free_[slot_].push_back(c_);
+    }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    libdeflate_compressor* get() const { return c_; }
+
+   private:
+    DeflaterPool& pool_;
+    int slot_;
+    libdeflate_compressor* c_ = nullptr;
+  };
 
  private:
-  libdeflate_compressor* c_;
+  std::mutex mu_;
+  std::vector<libdeflate_compressor*> free_[2];  // level 0, kGzipLevel
+};
+
+/// Bytes made by a worker: not a std::string, whose size would be zero-filled first.
+struct Bytes {
+  std::unique_ptr<char[]> data;
+  size_t size = 0;
 };
 
 /// Whether `in` looks incompressible (random or already compressed data): its first
 /// 64 KiB do not shrink by 3%. Such blocks are stored, which costs no CPU, instead of
 /// being searched for matches that are not there. Depends only on the content.
-bool incompressible(const std::string& in, const Deflater& fast) {
+bool incompressible(const std::string& in, libdeflate_compressor* fast) {
   constexpr size_t kProbe = 64 * 1024;
   if (in.size() < kProbe) return false;
-  std::string out(kProbe * 97 / 100, '\0');
+  constexpr size_t kRoom = kProbe * 97 / 100;
+  std::unique_ptr<char[]> out(new char[kRoom]);
   // 0: the compressed probe does not fit in 97% of its size.
-  return libdeflate_deflate_compress(fast.get(), in.data(), kProbe, out.data(), out.size()) == 0;
+  return libdeflate_deflate_compress(fast, in.data(), kProbe, out.get(), kRoom) == 0;
 }
 
-std::string gzip_member(const std::string& in) {
-  Deflater fast(kGzipLevel);
-  std::optional<Deflater> stored;
-  const Deflater* d = &fast;
-  if (incompressible(in, fast)) d = &stored.emplace(0);
-  std::string out(libdeflate_gzip_compress_bound(d->get(), in.size()), '\0');
-  const size_t n = libdeflate_gzip_compress(d->get(), in.data(), in.size(), out.data(), out.size());
-  if (n == 0) throw Error("gzip: compression failed");
-  out.resize(n);
+Bytes gzip_member(DeflaterPool& pool, const std::string& in) {
+  DeflaterPool::Lease fast(pool, kGzipLevel);
+  std::optional<DeflaterPool::Lease> stored;
+  libdeflate_compressor* d = fast.get();
+  if (incompressible(in, d)) d = stored.emplace(pool, 0).get();
+  Bytes out;
+  const size_t bound = libdeflate_gzip_compress_bound(d, in.size());
+  out.data.reset(new char[bound]);
+  out.size = libdeflate_gzip_compress(d, in.data(), in.size(), out.data.get(), bound);
+  if (out.size == 0) throw Error("gzip: compression failed");
   return out;
 }
 
@@ -69,6 +113,12 @@ class ParallelGzip : public Compressor {
  public:
   ParallelGzip(ByteSink sink, unsigned threads) : sink_(std::move(sink)), threads_(threads) {
     block_.reserve(kGzipBlock);
+  }
+  ~ParallelGzip() override {
+    // The workers use the pool: wait for them (their results are dropped).
+    for (auto& f : pending_) {
+      if (f.valid()) f.wait();
+    }
   }
   void write(std::string_view data) override {
     while (!data.empty()) {
@@ -87,20 +137,23 @@ class ParallelGzip : public Compressor {
   void submit() {
     any_ = true;
     while (pending_.size() >= 2 * threads_) drain_one();
-    pending_.push_back(std::async(std::launch::async, gzip_member, std::move(block_)));
+    pending_.push_back(std::async(
+        std::launch::async, [this](std::string block) { return gzip_member(pool_, block); },
+        std::move(block_)));
     block_ = std::string();
     block_.reserve(kGzipBlock);
   }
   void drain_one() {
-    std::string out = pending_.front().get();
+    Bytes out = pending_.front().get();
     pending_.pop_front();
-    sink_(out);
+    sink_(std::string_view(out.data.get(), out.size));
   }
 
   ByteSink sink_;
   unsigned threads_;
+  DeflaterPool pool_;
   std::string block_;
-  std::deque<std::future<std::string>> pending_;
+  std::deque<std::future<Bytes>> pending_;
   bool any_ = false;
 };
 
