@@ -13,11 +13,6 @@ namespace ktrain::cmd {
 
 namespace {
 
-std::string trim_right(std::string s) {
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-  return s;
-}
-
 struct ListOptions {
   TargetFlags target;
   bool all_namespaces = false;
@@ -53,20 +48,22 @@ struct ListOptions {
     size_t sweep_w = 5;
     for (const auto& r : runs) sweep_w = std::max(sweep_w, r.sweep.size());
     std::string header = ns ? fmt::format("{:<16}  ", "NAMESPACE") : "";
-    header += fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {:<5}", "NAME", width, "STATE", "NODES",
-                          "GPUS", "AGE");
+    const size_t age_w = wide ? 5 : 0;  // the last column is not padded
+    header += fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {:<{}}", "NAME", width, "STATE", "NODES",
+                          "GPUS", "AGE", age_w);
     if (wide) header += fmt::format("  {:<{}}  {}", "SWEEP", sweep_w, "CREATED");
-    *env.out << trim_right(header) << "\n";
+    *env.out << header << "\n";
     for (const auto& r : runs) {
       std::string row =
           ns ? fmt::format("{:<16}  ", r.namespace_.empty() ? "-" : r.namespace_) : "";
-      row += fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {:<5}", r.name, width,
-                         backend::to_string(r.state), r.nodes, r.gpus, format_age(now - r.created));
+      row += fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {:<{}}", r.name, width,
+                         backend::to_string(r.state), r.nodes, r.gpus, format_age(now - r.created),
+                         age_w);
       if (wide) {
         row += fmt::format("  {:<{}}  {}", r.sweep.empty() ? "-" : r.sweep, sweep_w,
                            format_rfc3339(r.created));
       }
-      *env.out << trim_right(row) << "\n";
+      *env.out << row << "\n";
     }
     return exit_code::kOk;
   }
