@@ -17,6 +17,7 @@
 
 #include "base/dynlib.h"
 #include "base/error.h"
+#include "net/lean_http1.h"
 
 namespace ktrain::net {
 
@@ -331,6 +332,18 @@ struct CurlTransport::Impl {
   /// hundreds of followed logs saves some 12 KiB each.
   std::mutex origins_mu;
   std::set<std::string> http1_origins;
+  /// Lean streams to those origins run there, without libcurl (net/lean_http1.h).
+  std::unique_ptr<LeanHttp1> lean;
+
+  bool speaks_http1(const Request& r) {
+    std::string origin = origin_of(r.url);
+    if (!r.tls.server_name.empty()) {
+      UrlParts p = split_url(r.url);
+      origin = p.scheme + "://" + r.tls.server_name + ":" + p.port;
+    }
+    std::lock_guard<std::mutex> g(origins_mu);
+    return http1_origins.count(origin) > 0;
+  }
   /// Easy handles the loop keeps for reuse once their streams have ended.
   static constexpr size_t kLoopIdleHandles = 16;
 
@@ -536,6 +549,7 @@ struct CurlTransport::Impl {
 
   /// Runs one request on the shared loop; returns when it has ended.
   Response run_one(const Request& req) {
+    if (req.lean && lean && speaks_http1(req) && lean->can_run(req)) return lean->perform(req);
     std::call_once(loop_once, [this] {
       loop.session.multi = lib().multi_init();
       lib().multi_setopt(loop.session.multi, CURLMOPT_PIPELINING,
@@ -712,6 +726,8 @@ struct CurlTransport::Impl {
 CurlTransport::CurlTransport(CurlOptions options) : impl_(std::make_unique<Impl>()) {
   global_init();
   impl_->options = std::move(options);
+  if (impl_->options.lean_http1)
+    impl_->lean = std::make_unique<LeanHttp1>(impl_->options.user_agent);
   impl_->share = lib().share_init();
   lib().share_setopt(impl_->share, CURLSHOPT_LOCKFUNC, &Impl::lock);
   lib().share_setopt(impl_->share, CURLSHOPT_UNLOCKFUNC, &Impl::unlock);

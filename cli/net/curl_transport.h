@@ -16,6 +16,9 @@ struct CurlOptions {
   long max_host_connections = 8;
   /// Most transfers in flight at once in one perform_all.
   std::size_t max_in_flight = 256;
+  /// Lean streams (Request::lean) to a server that answered over HTTP/1.x run on
+  /// LeanHttp1 (net/lean_http1.h) instead of libcurl.
+  bool lean_http1 = true;
   /// User-Agent header.
   std::string user_agent = "ktrain/" KTRAIN_VERSION;
 };

@@ -1,131 +1,14 @@
-// The real libcurl transport against local servers: cpp-httplib for HTTP and HTTPS
-// (certificates made with openssl at test time), a raw socket for a dropped connection.
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-#define CPPHTTPLIB_OPENSSL_SUPPORT
-#endif
+// The real libcurl transport against local servers (test_servers.h).
 #include "net/curl_transport.h"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <doctest/doctest.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
+#include "test_servers.h"
+
 using namespace ktrain::net;
-namespace fs = std::filesystem;
-
-namespace {
-
-/// A server running on its own thread for the life of the object.
-template <typename Server>
-struct Running {
-  Server& server;
-  int port = 0;
-  std::thread thread;
-  explicit Running(Server& s) : server(s) {
-    port = server.bind_to_any_port("127.0.0.1");
-    thread = std::thread([this] { server.listen_after_bind(); });
-    while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~Running() {
-    server.stop();
-    thread.join();
-  }
-  std::string url(const std::string& scheme, const std::string& path) const {
-    return scheme + "://127.0.0.1:" + std::to_string(port) + path;
-  }
-};
-
-void routes(httplib::Server& s) {
-  s.Get("/hello", [](const httplib::Request&, httplib::Response& res) {
-    res.set_header("X-Test", "yes");
-    res.set_content("hello world", "text/plain");
-  });
-  s.Get("/stream", [](const httplib::Request&, httplib::Response& res) {
-    res.set_chunked_content_provider("text/plain", [](size_t, httplib::DataSink& sink) {
-      for (int i = 0; i < 5; ++i) {
-        std::string line = "line " + std::to_string(i) + "\n";
-        sink.write(line.data(), line.size());
-      }
-      sink.done();
-      return true;
-    });
-  });
-  s.Get("/big", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(std::string(1 << 20, 'x'), "application/octet-stream");
-  });
-  s.Put("/echo", [](const httplib::Request& req, httplib::Response& res) {
-    res.set_content(req.method + " " + std::to_string(req.body.size()) + " " + req.body,
-                    "text/plain");
-  });
-  s.Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
-    res.set_content(req.method + " " + std::to_string(req.body.size()) + " " + req.body,
-                    "text/plain");
-  });
-  s.Delete("/echo", [](const httplib::Request& req, httplib::Response& res) {
-    res.status = 202;
-    res.set_content(req.method, "text/plain");
-  });
-  s.Get("/auth", [](const httplib::Request& req, httplib::Response& res) {
-    res.set_content(req.get_header_value("Authorization"), "text/plain");
-  });
-  s.Get(R"(/n/(\d+))", [](const httplib::Request& req, httplib::Response& res) {
-    res.set_content(req.matches[1].str(), "text/plain");
-  });
-}
-
-/// A port on 127.0.0.1 where nothing listens.
-int closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-/// A self-signed certificate for `san` in a temporary folder.
-struct Cert {
-  fs::path dir;
-  std::string pem;
-  explicit Cert(const std::string& san) {
-    dir = fs::temp_directory_path() /
-          ("ktrain-net-test-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
-    fs::create_directories(dir);
-    std::string cmd =
-        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
-        "-subj /CN=ktrain-test -addext subjectAltName=" +
-        san + " -keyout " + (dir / "key.pem").string() + " -out " + (dir / "cert.pem").string() +
-        " >/dev/null 2>&1";
-    REQUIRE(std::system(cmd.c_str()) == 0);
-    pem = slurp(dir / "cert.pem");
-  }
-  ~Cert() { fs::remove_all(dir); }
-  std::string cert() const { return (dir / "cert.pem").string(); }
-  std::string key() const { return (dir / "key.pem").string(); }
-};
-
-}  // namespace
+using namespace ktrain::net::testing;
 
 TEST_CASE("curl: a GET returns status, headers and body") {
   httplib::Server s;
@@ -211,12 +94,11 @@ TEST_CASE("curl: streaming hands over headers once, then the body as it arrives"
   CHECK(resp.body.empty());
 }
 
-TEST_CASE("curl: a lean stream to a server known to speak HTTP/1.1 reads 4 KiB at a time") {
+TEST_CASE("curl: lean streams to a server known to speak HTTP/1.1") {
   httplib::Server s;
   routes(s);
   Running<httplib::Server> srv(s);
-  CurlTransport t;
-  auto lean_get = [&](size_t& largest) {
+  auto lean_get = [&](CurlTransport& t, size_t& largest) {
     Request r;
     r.url = srv.url("http", "/big");
     r.lean = true;
@@ -233,13 +115,24 @@ TEST_CASE("curl: a lean stream to a server known to speak HTTP/1.1 reads 4 KiB a
     return got;
   };
   size_t largest = 0;
-  // The first: the server's protocol is not known yet (libcurl's own buffer).
-  CHECK(lean_get(largest) == std::string(1 << 20, 'x'));
-  // The next: it answered over HTTP/1.1, so the stream's receive buffer is small, and
-  // nothing is lost for it.
-  CHECK(lean_get(largest) == std::string(1 << 20, 'x'));
-  CHECK(largest > 0);
-  CHECK(largest <= 4096);
+  SUBCASE("on libcurl, they read 4 KiB at a time") {
+    CurlOptions options;
+    options.lean_http1 = false;
+    CurlTransport t(options);
+    // The first: the server's protocol is not known yet (libcurl's own buffer).
+    CHECK(lean_get(t, largest) == std::string(1 << 20, 'x'));
+    // The next: it answered over HTTP/1.1, so the stream's receive buffer is small,
+    // and nothing is lost for it.
+    CHECK(lean_get(t, largest) == std::string(1 << 20, 'x'));
+    CHECK(largest > 0);
+    CHECK(largest <= 4096);
+  }
+  SUBCASE("by default, the ones after the first run on LeanHttp1") {
+    CurlTransport t;
+    CHECK(lean_get(t, largest) == std::string(1 << 20, 'x'));
+    CHECK(lean_get(t, largest) == std::string(1 << 20, 'x'));
+    CHECK(largest > 4096);  // LeanHttp1 reads 16 KiB at a time; libcurl's buffer is 4
+  }
 }
 
 TEST_CASE("curl: on_data returning false stops the transfer (aborted)") {
