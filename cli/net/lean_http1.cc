@@ -288,7 +288,7 @@ struct LeanHttp1::Impl {
   /// One TLS context per TLS setting (loop thread only): every stream to a server shares
   /// its trust store and client certificate.
   std::map<std::string, SSL_CTX*> contexts;
-  SteadyClock::time_point last_trim{};
+  SteadyClock::time_point last_trim{}, last_check{};
   /// Where the loop reads into (one for all connections; not thread_local, which every
   /// thread of the process would have a copy of).
   std::array<char, 16384> buf{};
@@ -894,10 +894,14 @@ struct LeanHttp1::Impl {
       for (Conn* c : active) {
         if (c->fd < 0 && c->phase == Conn::Phase::kConnect) start(*c);
       }
+      // Limits and cancellation: looked at every 20 ms at most, not on every event of
+      // hundreds of busy streams.
       const auto now = SteadyClock::now();
+      const bool check = now - last_check >= std::chrono::milliseconds(20);
+      if (check) last_check = now;
       for (size_t i = 0; i < active.size();) {
         Conn& c = *active[i];
-        if (c.phase != Conn::Phase::kDone) check_limits(c, now);
+        if (check && c.phase != Conn::Phase::kDone) check_limits(c, now);
         if (c.phase == Conn::Phase::kDone) {
           active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
           finish(c);
