@@ -8,7 +8,9 @@ Connection::Connection(Env& env) {
     opts.service_account_dir = *dir;
   }
   ClientConfig config = load_client_config(env, opts);
-  curl_ = std::make_unique<net::CurlTransport>();
+  net::CurlOptions curl_options;
+  curl_options.http1_direct = true;
+  curl_ = std::make_unique<net::CurlTransport>(curl_options);
   net::HttpTransport* inner = curl_.get();
   if (env.global.verbose > 0 && env.err) {
     log_ =

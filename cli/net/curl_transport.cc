@@ -17,7 +17,7 @@
 
 #include "base/dynlib.h"
 #include "base/error.h"
-#include "net/lean_http1.h"
+#include "net/http1_client.h"
 
 namespace ktrain::net {
 
@@ -332,8 +332,11 @@ struct CurlTransport::Impl {
   /// hundreds of followed logs saves some 12 KiB each.
   std::mutex origins_mu;
   std::set<std::string> http1_origins;
-  /// Lean streams to those origins run there, without libcurl (net/lean_http1.h).
-  std::unique_ptr<LeanHttp1> lean;
+  /// Requests to those origins run there, without libcurl (net/http1_client.h), when
+  /// CurlOptions::http1_direct is set.
+  std::unique_ptr<Http1Client> http1;
+
+  bool direct(const Request& r) { return http1 && speaks_http1(r) && http1->can_run(r); }
 
   bool speaks_http1(const Request& r) {
     std::string origin = origin_of(r.url);
@@ -448,13 +451,8 @@ struct CurlTransport::Impl {
         if (!has_header(r.headers, "Host")) host_header = "Host: " + p.host + ":" + p.port;
       }
     }
-    if (r.lean) {
-      bool http1 = false;
+    if (r.lean && speaks_http1(r)) {
       {
-        std::lock_guard<std::mutex> g(origins_mu);
-        http1 = http1_origins.count(origin_of(t.url)) > 0;
-      }
-      if (http1) {
         lib().easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
         lib().easy_setopt(e, CURLOPT_BUFFERSIZE, kLeanHttp1ReceiveBufferBytes);
       }
@@ -549,7 +547,7 @@ struct CurlTransport::Impl {
 
   /// Runs one request on the shared loop; returns when it has ended.
   Response run_one(const Request& req) {
-    if (req.lean && lean && speaks_http1(req) && lean->can_run(req)) return lean->perform(req);
+    if (direct(req)) return http1->perform(req);
     std::call_once(loop_once, [this] {
       loop.session.multi = lib().multi_init();
       lib().multi_setopt(loop.session.multi, CURLMOPT_PIPELINING,
@@ -726,8 +724,12 @@ struct CurlTransport::Impl {
 CurlTransport::CurlTransport(CurlOptions options) : impl_(std::make_unique<Impl>()) {
   global_init();
   impl_->options = std::move(options);
-  if (impl_->options.lean_http1)
-    impl_->lean = std::make_unique<LeanHttp1>(impl_->options.user_agent);
+  if (impl_->options.http1_direct) {
+    Http1Options h;
+    h.user_agent = impl_->options.user_agent;
+    h.max_host_connections = static_cast<std::size_t>(impl_->options.max_host_connections);
+    impl_->http1 = std::make_unique<Http1Client>(std::move(h));
+  }
   impl_->share = lib().share_init();
   lib().share_setopt(impl_->share, CURLSHOPT_LOCKFUNC, &Impl::lock);
   lib().share_setopt(impl_->share, CURLSHOPT_UNLOCKFUNC, &Impl::unlock);
@@ -754,7 +756,12 @@ std::vector<Response> CurlTransport::perform_all(const std::vector<Request>& req
   if (reqs.size() == 1) return {impl_->run_one(reqs.front())};
   std::vector<const Request*> ptrs;
   ptrs.reserve(reqs.size());
-  for (const auto& r : reqs) ptrs.push_back(&r);
+  bool direct = impl_->http1 != nullptr;
+  for (const auto& r : reqs) {
+    ptrs.push_back(&r);
+    direct = direct && impl_->direct(r);
+  }
+  if (direct) return impl_->http1->perform_all(ptrs);
   return impl_->run(ptrs);
 }
 

@@ -116,9 +116,7 @@ TEST_CASE("curl: lean streams to a server known to speak HTTP/1.1") {
   };
   size_t largest = 0;
   SUBCASE("on libcurl, they read 4 KiB at a time") {
-    CurlOptions options;
-    options.lean_http1 = false;
-    CurlTransport t(options);
+    CurlTransport t;
     // The first: the server's protocol is not known yet (libcurl's own buffer).
     CHECK(lean_get(t, largest) == std::string(1 << 20, 'x'));
     // The next: it answered over HTTP/1.1, so the stream's receive buffer is small,
@@ -127,11 +125,13 @@ TEST_CASE("curl: lean streams to a server known to speak HTTP/1.1") {
     CHECK(largest > 0);
     CHECK(largest <= 4096);
   }
-  SUBCASE("by default, the ones after the first run on LeanHttp1") {
-    CurlTransport t;
+  SUBCASE("with http1_direct, the ones after the first run on Http1Client") {
+    CurlOptions options;
+    options.http1_direct = true;
+    CurlTransport t(options);
     CHECK(lean_get(t, largest) == std::string(1 << 20, 'x'));
     CHECK(lean_get(t, largest) == std::string(1 << 20, 'x'));
-    CHECK(largest > 4096);  // LeanHttp1 reads 16 KiB at a time; libcurl's buffer is 4
+    CHECK(largest > 4096);  // Http1Client reads 16 KiB at a time; libcurl's buffer is 4
   }
 }
 

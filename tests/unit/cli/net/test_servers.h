@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace ktrain::net::testing {
 
@@ -78,6 +79,18 @@ inline void routes(httplib::Server& s) {
   s.Get("/auth", [](const httplib::Request& req, httplib::Response& res) {
     res.set_content(req.get_header_value("Authorization"), "text/plain");
   });
+  s.Patch("/echo", [](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(req.method + " " + std::to_string(req.body.size()) + " " + req.body,
+                    "text/plain");
+  });
+  // The client's port: which connection a request came on.
+  s.Get("/port", [](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(std::to_string(req.remote_port), "text/plain");
+  });
+  s.Get("/close-port", [](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Connection", "close");
+    res.set_content(std::to_string(req.remote_port), "text/plain");
+  });
   s.Get(R"(/n/(\d+))", [](const httplib::Request& req, httplib::Response& res) {
     res.set_content(req.matches[1].str(), "text/plain");
   });
@@ -124,29 +137,34 @@ struct Cert {
   std::string key() const { return (dir / "key.pem").string(); }
 };
 
-/// A server on a raw socket that accepts one connection and hands it to `serve`, on
-/// a thread of its own; the connection is closed when `serve` returns.
+/// A server on a raw socket that accepts one connection per function of `serves`,
+/// one after another, on a thread of its own, and hands each to its function after
+/// reading the first request; the connection is closed when the function returns.
 struct RawServer {
   int fd = -1;
   int port = 0;
   std::thread thread;
-  explicit RawServer(std::function<void(int)> serve) {
+  explicit RawServer(std::function<void(int)> serve)
+      : RawServer(std::vector<std::function<void(int)>>{std::move(serve)}) {}
+  explicit RawServer(std::vector<std::function<void(int)>> serves) {
     fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(::listen(fd, 1) == 0);
+    REQUIRE(::listen(fd, 4) == 0);
     socklen_t len = sizeof a;
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
     port = ntohs(a.sin_port);
-    thread = std::thread([this, serve = std::move(serve)] {
-      int c = ::accept(fd, nullptr, nullptr);
-      if (c < 0) return;
-      char buf[4096];
-      [[maybe_unused]] auto n = ::read(c, buf, sizeof buf);  // the request
-      serve(c);
-      ::close(c);
+    thread = std::thread([this, serves = std::move(serves)] {
+      for (const auto& serve : serves) {
+        int c = ::accept(fd, nullptr, nullptr);
+        if (c < 0) return;
+        char buf[4096];
+        [[maybe_unused]] auto n = ::read(c, buf, sizeof buf);  // the request
+        serve(c);
+        ::close(c);
+      }
     });
   }
   ~RawServer() {

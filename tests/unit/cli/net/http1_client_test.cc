@@ -1,8 +1,10 @@
-// LeanHttp1 against local servers (test_servers.h): what it reads, how it fails, TLS.
-#include "net/lean_http1.h"
+// Http1Client against local servers (test_servers.h): what it reads, how it fails,
+// TLS, kept-alive connections.
+#include "net/http1_client.h"
 
 #include <algorithm>
 #include <atomic>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -13,6 +15,13 @@ using namespace ktrain::net::testing;
 
 namespace {
 
+Http1Options options(std::size_t connections = 8) {
+  Http1Options o;
+  o.user_agent = "ktrain-test";
+  o.max_host_connections = connections;
+  return o;
+}
+
 Request lean(const std::string& url) {
   Request r;
   r.url = url;
@@ -22,11 +31,11 @@ Request lean(const std::string& url) {
 
 }  // namespace
 
-TEST_CASE("lean: a GET returns status, headers and a body of known length") {
+TEST_CASE("http1: a GET returns status, headers and a body of known length") {
   httplib::Server s;
   routes(s);
   Running<httplib::Server> srv(s);
-  LeanHttp1 t("ktrain-test");
+  Http1Client t(options());
   Request r = lean(srv.url("http", "/hello"));
   REQUIRE(t.can_run(r));
   Response resp = t.perform(r);
@@ -42,11 +51,11 @@ TEST_CASE("lean: a GET returns status, headers and a body of known length") {
   CHECK(t.perform(lean(srv.url("http", "/big"))).body == std::string(1 << 20, 'x'));
 }
 
-TEST_CASE("lean: a chunked stream hands over headers once, then the body as it arrives") {
+TEST_CASE("http1: a chunked stream hands over headers once, then the body as it arrives") {
   httplib::Server s;
   routes(s);
   Running<httplib::Server> srv(s);
-  LeanHttp1 t("ktrain-test");
+  Http1Client t(options());
   Request r = lean(srv.url("http", "/stream"));
   int header_calls = 0, status_seen = 0;
   std::string got;
@@ -67,7 +76,7 @@ TEST_CASE("lean: a chunked stream hands over headers once, then the body as it a
   CHECK(resp.body.empty());
 }
 
-TEST_CASE("lean: chunks split at every byte, extensions, trailers and an interim answer") {
+TEST_CASE("http1: chunks split at every byte, extensions, trailers and an interim answer") {
   RawServer raw([](int c) {
     const std::string reply =
         "HTTP/1.1 100 Continue\r\n\r\n"
@@ -78,27 +87,27 @@ TEST_CASE("lean: chunks split at every byte, extensions, trailers and an interim
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   });
-  LeanHttp1 t("ktrain-test");
+  Http1Client t(options());
   Response resp = t.perform(lean(raw.url()));
   CHECK(resp.failure == TransportFailure::kNone);
   CHECK(resp.status == 200);
   CHECK(resp.body == "hello, world\r\nok");  // the second chunk holds a CRLF
 }
 
-TEST_CASE("lean: a body that runs until the connection closes") {
+TEST_CASE("http1: a body that runs until the connection closes") {
   RawServer raw([](int c) { send_text(c, "HTTP/1.0 200 OK\r\n\r\nall of it"); });
-  LeanHttp1 t("ktrain-test");
+  Http1Client t(options());
   Response resp = t.perform(lean(raw.url()));
   CHECK(resp.failure == TransportFailure::kNone);
   CHECK(resp.http_version == "1.0");
   CHECK(resp.body == "all of it");
 }
 
-TEST_CASE("lean: connections closed too early are 'dropped', with what came before") {
+TEST_CASE("http1: connections closed too early are 'dropped', with what came before") {
   SUBCASE("in the middle of a body of known length") {
     RawServer raw(
         [](int c) { send_text(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial"); });
-    LeanHttp1 t("ktrain-test");
+    Http1Client t(options());
     Response resp = t.perform(lean(raw.url()));
     CHECK(resp.failure == TransportFailure::kDropped);
     CHECK(resp.status == 200);
@@ -110,7 +119,7 @@ TEST_CASE("lean: connections closed too early are 'dropped', with what came befo
     RawServer raw([](int c) {
       send_text(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nline one\nline");
     });
-    LeanHttp1 t("ktrain-test");
+    Http1Client t(options());
     Request r = lean(raw.url());
     std::string got;
     r.on_data = [&](std::string_view d) {
@@ -123,29 +132,29 @@ TEST_CASE("lean: connections closed too early are 'dropped', with what came befo
   }
   SUBCASE("before any answer") {
     RawServer raw([](int) {});
-    LeanHttp1 t("ktrain-test");
+    Http1Client t(options());
     Response resp = t.perform(lean(raw.url()));
     CHECK(resp.failure == TransportFailure::kDropped);
     CHECK(resp.status == 0);
   }
 }
 
-TEST_CASE("lean: malformed answers fail and say why") {
+TEST_CASE("http1: malformed answers fail and say why") {
   RawServer raw([](int c) {
     send_text(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nnope\r\n");
   });
-  LeanHttp1 t("ktrain-test");
+  Http1Client t(options());
   Response resp = t.perform(lean(raw.url()));
   CHECK(resp.failure == TransportFailure::kOther);
   CHECK(resp.failure_message.find("chunk size") != std::string::npos);
 }
 
-TEST_CASE("lean: the receiver stops a stream, or cancels it while it waits") {
+TEST_CASE("http1: the receiver stops a stream, or cancels it while it waits") {
   SUBCASE("on_data returning false") {
     httplib::Server s;
     routes(s);
     Running<httplib::Server> srv(s);
-    LeanHttp1 t("ktrain-test");
+    Http1Client t(options());
     Request r = lean(srv.url("http", "/big"));
     r.on_data = [](std::string_view) { return false; };
     Response resp = t.perform(r);
@@ -158,7 +167,7 @@ TEST_CASE("lean: the receiver stops a stream, or cancels it while it waits") {
       send_text(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
       while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     });
-    LeanHttp1 t("ktrain-test");
+    Http1Client t(options());
     Request r = lean(raw.url());
     const auto began = std::chrono::steady_clock::now();
     r.cancelled = [&] {
@@ -174,7 +183,7 @@ TEST_CASE("lean: the receiver stops a stream, or cancels it while it waits") {
       send_text(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
       while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     });
-    LeanHttp1 t("ktrain-test");
+    Http1Client t(options());
     Request r = lean(raw.url());
     r.read_timeout = std::chrono::milliseconds(200);
     Response resp = t.perform(r);
@@ -184,8 +193,8 @@ TEST_CASE("lean: the receiver stops a stream, or cancels it while it waits") {
   }
 }
 
-TEST_CASE("lean: refused, unresolvable, and what it does not run") {
-  LeanHttp1 t("ktrain-test");
+TEST_CASE("http1: refused, unresolvable, and what it does not run") {
+  Http1Client t(options());
   Request r = lean("http://127.0.0.1:" + std::to_string(closed_port()) + "/");
   Response resp = t.perform(r);
   CHECK(resp.failure == TransportFailure::kConnect);
@@ -193,9 +202,13 @@ TEST_CASE("lean: refused, unresolvable, and what it does not run") {
 
   CHECK(t.perform(lean("http://no-such-host.invalid/")).failure == TransportFailure::kResolve);
 
-  Request post = lean("http://127.0.0.1/");
-  post.method = "POST";
-  CHECK_FALSE(t.can_run(post));
+  Request upload = lean("http://127.0.0.1/");
+  upload.method = "PUT";
+  upload.body_reader = [](std::uint64_t, char*, std::size_t) -> std::size_t { return 0; };
+  CHECK_FALSE(t.can_run(upload));
+  Request redirected = lean("http://127.0.0.1/");
+  redirected.follow_redirects = true;
+  CHECK_FALSE(t.can_run(redirected));
   Request proxied = lean("http://127.0.0.1/");
   proxied.proxy = "http://proxy:3128";
   CHECK_FALSE(t.can_run(proxied));
@@ -203,12 +216,12 @@ TEST_CASE("lean: refused, unresolvable, and what it does not run") {
   CHECK_FALSE(t.can_run(lean("http://user:pw@127.0.0.1/")));
 }
 
-TEST_CASE("lean: many streams at once, each whole") {
+TEST_CASE("http1: many streams at once, each whole") {
   httplib::Server s;
   routes(s);
   s.new_task_queue = [] { return new httplib::ThreadPool(48); };
   Running<httplib::Server> srv(s);
-  LeanHttp1 t("ktrain-test");
+  Http1Client t(options());
   std::vector<std::thread> threads;
   std::vector<std::string> got(40);
   for (size_t i = 0; i < got.size(); ++i) {
@@ -222,13 +235,13 @@ TEST_CASE("lean: many streams at once, each whole") {
   }
 }
 
-TEST_CASE("lean: TLS verification, a trusted CA, tls-server-name, insecure mode") {
+TEST_CASE("http1: TLS verification, a trusted CA, tls-server-name, insecure mode") {
   Cert cert("DNS:registry.test");
   httplib::SSLServer s(cert.cert().c_str(), cert.key().c_str());
   REQUIRE(s.is_valid());
   routes(s);
   Running<httplib::SSLServer> srv(s);
-  LeanHttp1 t("ktrain-test");
+  Http1Client t(options());
   Request r = lean(srv.url("https", "/hello"));
 
   SUBCASE("an unknown certificate authority fails as TLS") {
@@ -268,7 +281,7 @@ TEST_CASE("lean: TLS verification, a trusted CA, tls-server-name, insecure mode"
   }
 }
 
-TEST_CASE("lean: a client certificate for a server that asks for one") {
+TEST_CASE("http1: a client certificate for a server that asks for one") {
   Cert server_cert("IP:127.0.0.1");
   Cert client_cert("DNS:client.test");
   httplib::SSLServer s(server_cert.cert().c_str(), server_cert.key().c_str(),
@@ -276,7 +289,7 @@ TEST_CASE("lean: a client certificate for a server that asks for one") {
   REQUIRE(s.is_valid());
   routes(s);
   Running<httplib::SSLServer> srv(s);
-  LeanHttp1 t("ktrain-test");
+  Http1Client t(options());
   Request r = lean(srv.url("https", "/hello"));
   r.tls.ca_pem = server_cert.pem;  // and the name is checked against the IP address
   SUBCASE("with it") {
@@ -289,4 +302,127 @@ TEST_CASE("lean: a client certificate for a server that asks for one") {
   SUBCASE("without it") {
     CHECK(t.perform(r).status != 200);
   }
+}
+
+TEST_CASE("http1: requests with bodies, HEAD, and one kept-alive connection for them all") {
+  httplib::Server s;
+  routes(s);
+  Running<httplib::Server> srv(s);
+  Http1Client t(options());
+  auto send = [&](const std::string& method, const std::string& body) {
+    Request r;
+    r.method = method;
+    r.url = srv.url("http", "/echo");
+    r.body = body;
+    r.headers = {{"Content-Type", "application/json"}};
+    return t.perform(r);
+  };
+  CHECK(send("POST", "{\"a\":1}").body == "POST 7 {\"a\":1}");
+  CHECK(send("PUT", std::string(100000, 'p')).body == "PUT 100000 " + std::string(100000, 'p'));
+  CHECK(send("PATCH", "x").body == "PATCH 1 x");
+  Response del = send("DELETE", "");
+  CHECK(del.status == 202);
+  CHECK(del.body == "DELETE");
+
+  Request head;
+  head.method = "HEAD";
+  head.url = srv.url("http", "/hello");
+  Response h = t.perform(head);
+  CHECK(h.status == 200);
+  CHECK(h.header("Content-Length") == "11");
+  CHECK(h.body.empty());
+
+  // Every request so far, and these, went over the same connection.
+  Request port;
+  port.url = srv.url("http", "/port");
+  const std::string first = t.perform(port).body;
+  CHECK_FALSE(first.empty());
+  CHECK(t.perform(port).body == first);
+  CHECK(t.perform(head).status == 200);
+  CHECK(t.perform(port).body == first);
+}
+
+TEST_CASE("http1: an answer with Connection: close closes its connection") {
+  httplib::Server s;
+  routes(s);
+  Running<httplib::Server> srv(s);
+  Http1Client t(options());
+  Request r;
+  r.url = srv.url("http", "/close-port");
+  const std::string a = t.perform(r).body, b = t.perform(r).body;
+  CHECK_FALSE(a.empty());
+  CHECK(a != b);
+}
+
+TEST_CASE("http1: perform_all answers every request in order, over at most N connections") {
+  httplib::Server s;
+  routes(s);
+  std::atomic<int> in_flight{0}, most{0};
+  s.Get(R"(/slow/(\d+))", [&](const httplib::Request& req, httplib::Response& res) {
+    const int now = ++in_flight;
+    for (int m = most; now > m && !most.compare_exchange_weak(m, now);) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    --in_flight;
+    res.set_content(req.matches[1].str() + " " + std::to_string(req.remote_port), "text/plain");
+  });
+  s.set_keep_alive_max_count(1000);
+  s.new_task_queue = [] { return new httplib::ThreadPool(16); };
+  Running<httplib::Server> srv(s);
+  Http1Client t(options(3));
+  std::vector<Request> reqs(60);
+  std::vector<const Request*> ptrs;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].url = srv.url("http", "/slow/" + std::to_string(i));
+    ptrs.push_back(&reqs[i]);
+  }
+  auto out = t.perform_all(ptrs);
+  REQUIRE(out.size() == reqs.size());
+  std::set<std::string> ports;
+  for (size_t i = 0; i < out.size(); ++i) {
+    CHECK(out[i].status == 200);
+    const std::string& b = out[i].body;
+    CHECK(b.substr(0, b.find(' ')) == std::to_string(i));
+    ports.insert(b.substr(b.find(' ') + 1));
+  }
+  CHECK(most.load() > 1);    // concurrently,
+  CHECK(most.load() <= 3);   // but on three connections at most,
+  CHECK(ports.size() <= 3);  // kept alive for all sixty
+  // A request that cannot go out does not hold up the others.
+  reqs[5].url = "http://no-such-host.invalid/";
+  out = t.perform_all(ptrs);
+  CHECK(out[5].failure == TransportFailure::kResolve);
+  CHECK(out[4].body.substr(0, 2) == "4 ");
+  CHECK(out[6].body.substr(0, 2) == "6 ");
+}
+
+TEST_CASE("http1: a request that meets a kept-alive connection the server closed is resent") {
+  RawServer raw(std::vector<std::function<void(int)>>{
+      [](int c) {
+        send_text(c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na");
+        char buf[4096];
+        [[maybe_unused]] auto n = ::read(c, buf, sizeof buf);  // the second request
+        // ... which it closes on without an answer, as a server timing out an idle
+        // connection just then does.
+      },
+      [](int c) { send_text(c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb"); },
+  });
+  Http1Client t(options());
+  Request r;
+  r.url = raw.url();
+  CHECK(t.perform(r).body == "a");
+  Response second = t.perform(r);
+  CHECK(second.failure == TransportFailure::kNone);
+  CHECK(second.body == "b");
+}
+
+TEST_CASE("http1: a new connection closed before any answer is not resent") {
+  RawServer raw([](int) {});
+  Http1Client t(options());
+  Request r;
+  r.method = "POST";
+  r.body = "once";
+  r.url = raw.url();
+  Response resp = t.perform(r);
+  CHECK(resp.failure == TransportFailure::kDropped);
 }
