@@ -45,7 +45,7 @@ using SteadyClock = std::chrono::steady_clock;
 thread_local bool t_on_loop = false;
 
 /// The OpenSSL functions used here, from libssl.so.3 (and libcrypto through it): the
-/// same library libcurl runs on, loaded when the first lean stream starts.
+/// same library libcurl runs on, loaded when the first Http1Client is made.
 struct SslLib {
   const SSL_METHOD* (*client_method)() = nullptr;
   SSL_CTX* (*ctx_new)(const SSL_METHOD*) = nullptr;
