@@ -84,7 +84,7 @@ struct SslLib {
   void (*err_clear_error)() = nullptr;
 };
 
-/// OpenSSL, or nullptr when it cannot be loaded (lean streams then go through libcurl).
+/// OpenSSL, or nullptr when it cannot be loaded (requests then go through libcurl).
 const SslLib* ssl_lib() {
   static SslLib l;
   static bool ok = false;
