@@ -452,10 +452,8 @@ struct CurlTransport::Impl {
       }
     }
     if (r.lean && speaks_http1(r)) {
-      {
-        lib().easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
-        lib().easy_setopt(e, CURLOPT_BUFFERSIZE, kLeanHttp1ReceiveBufferBytes);
-      }
+      lib().easy_setopt(e, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+      lib().easy_setopt(e, CURLOPT_BUFFERSIZE, kLeanHttp1ReceiveBufferBytes);
     }
     lib().easy_setopt(e, CURLOPT_URL, t.url.c_str());
 
