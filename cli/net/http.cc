@@ -5,14 +5,14 @@
 
 namespace ktrain::net {
 
-namespace {
-
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
 }
+
+namespace {
 
 /// "host:port" (or "host") of a URL, for messages.
 std::string host_of(const std::string& url) {

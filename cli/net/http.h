@@ -101,6 +101,9 @@ struct Response {
   bool ok() const { return failure == TransportFailure::kNone && status >= 200 && status < 300; }
 };
 
+/// Whether `a` and `b` are equal ignoring ASCII case (header names, methods).
+bool iequals(std::string_view a, std::string_view b);
+
 /// Whether `req` may be sent again after a failure (see Request::idempotent).
 bool is_idempotent(const Request& req);
 

@@ -1,7 +1,6 @@
 #include "net/http1_client.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -129,13 +128,6 @@ const SslLib* ssl_lib() {
     ok = dl.ok();
   });
   return ok ? &l : nullptr;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 std::string_view trim(std::string_view s) {
@@ -605,11 +597,13 @@ struct Http1Client::Impl {
     x.head.append(data);
     for (;;) {
       const size_t blank = x.head.find("\r\n\r\n", from);
-      if (blank == std::string::npos) {
-        if (x.head.size() <= 64 * 1024) return true;
+      // The limit holds whether or not the head's end came with the bytes over it.
+      const size_t head_size = blank == std::string::npos ? x.head.size() : blank;
+      if (head_size > 64 * 1024) {
         fail(x, TransportFailure::kOther, "the answer's headers exceed 64 KiB");
         return false;
       }
+      if (blank == std::string::npos) return true;
       if (!parse_head(x, blank + 2)) return false;
       if (x.resp.status >= 100 && x.resp.status < 200) {
         // An interim answer (100 Continue): the real one follows.

@@ -175,28 +175,12 @@ TEST_CASE("curl: connection refused is classified and described in plain words")
 }
 
 TEST_CASE("curl: a connection closed in the middle of a response is 'dropped'") {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  REQUIRE(::listen(fd, 1) == 0);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  std::thread server([fd] {
-    int c = ::accept(fd, nullptr, nullptr);
-    char buf[4096];
-    [[maybe_unused]] auto n = ::read(c, buf, sizeof buf);
-    const char reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial";
-    [[maybe_unused]] auto w = ::write(c, reply, sizeof reply - 1);
-    ::close(c);
-  });
+  RawServer raw(
+      [](int c) { send_text(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial"); });
   CurlTransport t;
   Request r;
-  r.url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/";
+  r.url = raw.url();
   Response resp = t.perform(r);
-  server.join();
-  ::close(fd);
   CHECK(resp.failure == TransportFailure::kDropped);
 }
 

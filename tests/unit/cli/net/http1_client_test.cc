@@ -140,13 +140,24 @@ TEST_CASE("http1: connections closed too early are 'dropped', with what came bef
 }
 
 TEST_CASE("http1: malformed answers fail and say why") {
-  RawServer raw([](int c) {
-    send_text(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nnope\r\n");
-  });
-  Http1Client t(options());
-  Response resp = t.perform(lean(raw.url()));
-  CHECK(resp.failure == TransportFailure::kOther);
-  CHECK(resp.failure_message.find("chunk size") != std::string::npos);
+  struct Case {
+    std::string answer, words;
+  };
+  const Case cases[] = {
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nnope\r\n", "chunk size"},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 12x\r\n\r\nbody", "Content-Length"},
+      {"SSH-2.0-OpenSSH_9.2\r\n\r\n", "not an HTTP/1.x answer"},
+      {"HTTP/1.1 2x0 OK\r\n\r\n", "status line"},
+      {"HTTP/1.1 200 OK\r\nX-Big: " + std::string(70 * 1024, 'a') + "\r\n\r\n", "64 KiB"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.words);
+    RawServer raw([&](int fd) { send_text(fd, c.answer); });
+    Http1Client t(options());
+    Response resp = t.perform(lean(raw.url()));
+    CHECK(resp.failure == TransportFailure::kOther);
+    CHECK(resp.failure_message.find(c.words) != std::string::npos);
+  }
 }
 
 TEST_CASE("http1: the receiver stops a stream, or cancels it while it waits") {
