@@ -1,8 +1,10 @@
 #include "oci/compress.h"
 
+#include <isa-l/igzip_lib.h>
 #include <libdeflate.h>
 #include <zstd.h>
 
+#include <cstdint>
 #include <deque>
 #include <future>
 #include <memory>
@@ -22,57 +24,121 @@ namespace {
 constexpr size_t kGzipBlock = 1 << 20;  // input bytes per gzip member
 // Level 1 (as go-containerregistry uses): several times faster than the default level
 // for a modestly larger output; the upload, not the CPU, should bound a build.
-// Members are made with libdeflate, which compresses a whole buffer at once two to
-// three times faster than zlib's streaming deflate at the same level, and computes
-// the CRC-32 with carry-less multiplication.
 constexpr int kGzipLevel = 1;
 
-/// libdeflate compressors kept for reuse: a block takes one of the fast and, for a
-/// stored block, one of level 0, and gives them back, so that a layer of hundreds of
-/// blocks allocates a compressor per worker rather than per block.
+/// ISA-L's deflate (libisal.so.2), loaded with the first gzip layer. Its level 1 is
+/// written in assembly and compresses two to five times faster than libdeflate's level
+/// 1 (which is itself two to three times faster than zlib's), for an output some 5-10%
+/// larger. Absent, libdeflate makes the members.
+struct IsalLib {
+  decltype(&isal_deflate_stateless_init) init = nullptr;
+  decltype(&isal_deflate_stateless) deflate = nullptr;
+};
+
+const IsalLib* isal() {
+  static const IsalLib* lib = []() -> const IsalLib* {
+    try {
+      return &load_library_once<IsalLib>("libisal.so.2", "install libisal2 (Debian/Ubuntu)",
+                                         [](DynamicLibrary& dl, IsalLib& l) {
+                                           dl.bind(l.init, "isal_deflate_stateless_init");
+                                           dl.bind(l.deflate, "isal_deflate_stateless");
+                                         });
+    } catch (const Error&) {
+      return nullptr;
+    }
+  }();
+  return lib;
+}
+
+GzipEngine resolve(GzipEngine e) {
+  if (e == GzipEngine::kAuto) return isal() ? GzipEngine::kIsal : GzipEngine::kLibdeflate;
+  if (e == GzipEngine::kIsal && !isal()) {
+    throw Error("gzip: ISA-L (libisal.so.2) is not installed: install libisal2 (Debian/Ubuntu)");
+  }
+  return e;
+}
+
+/// What one worker compresses with, made when first needed and kept for reuse: a
+/// layer of hundreds of blocks allocates these once per worker rather than per block.
+struct Deflater {
+  Deflater() = default;
+  Deflater(const Deflater&) = delete;
+  Deflater& operator=(const Deflater&) = delete;
+  ~Deflater() {
+    if (fast) libdeflate_free_compressor(fast);
+    if (stored) libdeflate_free_compressor(stored);
+  }
+  libdeflate_compressor* fast = nullptr;           // libdeflate, kGzipLevel
+  libdeflate_compressor* stored = nullptr;         // libdeflate, level 0 (stored blocks)
+  std::unique_ptr<isal_zstream> isal_state;        // ~80 KiB
+  std::unique_ptr<std::uint8_t[]> isal_level_buf;  // ISAL_DEF_LVL1_DEFAULT bytes
+
+  libdeflate_compressor* libdeflate(int level) {
+    libdeflate_compressor*& c = level == 0 ? stored : fast;
+    if (!c) c = libdeflate_alloc_compressor(level);
+    if (!c) throw Error("gzip: cannot allocate a compressor");
+    return c;
+  }
+  /// ISA-L level 1 from `in` into `out`: the bytes written, or 0 when they do not fit.
+  /// `gzip`: a whole gzip member, else raw deflate.
+  size_t isal_compress(std::string_view in, char* out, size_t room, bool gzip) {
+    const IsalLib& lib = *isal();
+    if (!isal_state) {
+      isal_state = std::make_unique<isal_zstream>();
+      isal_level_buf.reset(new std::uint8_t[ISAL_DEF_LVL1_DEFAULT]);
+    }
+    isal_zstream& z = *isal_state;
+    lib.init(&z);
+    z.level = kGzipLevel;
+    // The level buffer's size shapes the blocks, so it is fixed: the same input always
+    // gives the same bytes.
+    z.level_buf = isal_level_buf.get();
+    z.level_buf_size = ISAL_DEF_LVL1_DEFAULT;
+    z.gzip_flag = gzip ? IGZIP_GZIP : IGZIP_DEFLATE;
+    z.end_of_stream = 1;
+    z.flush = NO_FLUSH;
+    z.next_in = reinterpret_cast<std::uint8_t*>(const_cast<char*>(in.data()));
+    z.avail_in = static_cast<std::uint32_t>(in.size());
+    z.next_out = reinterpret_cast<std::uint8_t*>(out);
+    z.avail_out = static_cast<std::uint32_t>(room);
+    const int rc = lib.deflate(&z);
+    if (rc == STATELESS_OVERFLOW) return 0;
+    if (rc != COMP_OK) throw Error("gzip: ISA-L failed (" + std::to_string(rc) + ")");
+    return z.total_out;
+  }
+};
+
 class DeflaterPool {
  public:
-  DeflaterPool() = default;
-  DeflaterPool(const DeflaterPool&) = delete;
-  DeflaterPool& operator=(const DeflaterPool&) = delete;
-  ~DeflaterPool() {
-    for (auto& free : free_) {
-      for (libdeflate_compressor* c : free) libdeflate_free_compressor(c);
-    }
-  }
-
-  /// A compressor of `level` (0 or kGzipLevel), given back when the lease ends.
+  /// A deflater, given back when the lease ends.
   class Lease {
    public:
-    Lease(DeflaterPool& pool, int level) : pool_(pool), slot_(level == 0 ? 0 : 1) {
+    explicit Lease(DeflaterPool& pool) : pool_(pool) {
       {
         std::lock_guard<std::mutex> g(pool_.mu_);
-        auto& free = pool_.free_[slot_];
-        if (!free.empty()) {
-          c_ = free.back();
-          free.pop_back();
+        if (!pool_.free_.empty()) {
+          d_ = std::move(pool_.free_.back());
+          pool_.free_.pop_back();
         }
       }
-      if (!c_) c_ = libdeflate_alloc_compressor(level);
-      if (!c_) throw Error("gzip: cannot allocate a compressor");
+      if (!d_) d_ = std::make_unique<Deflater>();
     }
     ~Lease() {
       std::lock_guard<std::mutex> g(pool_.mu_);
-      pool_.free_[slot_].push_back(c_);
+      pool_.free_.push_back(std::move(d_));
     }
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
-    libdeflate_compressor* get() const { return c_; }
+    Deflater& operator*() const { return *d_; }
 
    private:
     DeflaterPool& pool_;
-    int slot_;
-    libdeflate_compressor* c_ = nullptr;
+    std::unique_ptr<Deflater> d_;
   };
 
  private:
   std::mutex mu_;
-  std::vector<libdeflate_compressor*> free_[2];  // level 0, kGzipLevel
+  std::vector<std::unique_ptr<Deflater>> free_;
 };
 
 /// Bytes made by a worker: not a std::string, whose size would be zero-filled first.
@@ -84,24 +150,48 @@ struct Bytes {
 /// Whether `in` looks incompressible (random or already compressed data): its first
 /// 64 KiB do not shrink by 3%. Such blocks are stored, which costs no CPU, instead of
 /// being searched for matches that are not there. Depends only on the content.
-bool incompressible(const std::string& in, libdeflate_compressor* fast) {
+bool incompressible(std::string_view in, Deflater& d, GzipEngine engine) {
   constexpr size_t kProbe = 64 * 1024;
   if (in.size() < kProbe) return false;
   constexpr size_t kRoom = kProbe * 97 / 100;
   std::unique_ptr<char[]> out(new char[kRoom]);
   // 0: the compressed probe does not fit in 97% of its size.
-  return libdeflate_deflate_compress(fast, in.data(), kProbe, out.get(), kRoom) == 0;
+  if (engine == GzipEngine::kIsal) {
+    return d.isal_compress(in.substr(0, kProbe), out.get(), kRoom, false) == 0;
+  }
+  return libdeflate_deflate_compress(d.libdeflate(kGzipLevel), in.data(), kProbe, out.get(),
+                                     kRoom) == 0;
 }
 
-Bytes gzip_member(DeflaterPool& pool, const std::string& in) {
-  DeflaterPool::Lease fast(pool, kGzipLevel);
-  std::optional<DeflaterPool::Lease> stored;
-  libdeflate_compressor* d = fast.get();
-  if (incompressible(in, d)) d = stored.emplace(pool, 0).get();
+/// `in` as one gzip member: stored blocks made by libdeflate.
+Bytes stored_member(Deflater& d, std::string_view in) {
+  libdeflate_compressor* c = d.libdeflate(0);
   Bytes out;
-  const size_t bound = libdeflate_gzip_compress_bound(d, in.size());
+  const size_t bound = libdeflate_gzip_compress_bound(c, in.size());
   out.data.reset(new char[bound]);
-  out.size = libdeflate_gzip_compress(d, in.data(), in.size(), out.data.get(), bound);
+  out.size = libdeflate_gzip_compress(c, in.data(), in.size(), out.data.get(), bound);
+  if (out.size == 0) throw Error("gzip: compression failed");
+  return out;
+}
+
+Bytes gzip_member(DeflaterPool& pool, GzipEngine engine, const std::string& in) {
+  DeflaterPool::Lease lease(pool);
+  Deflater& d = *lease;
+  if (incompressible(in, d, engine)) return stored_member(d, in);
+  Bytes out;
+  if (engine == GzipEngine::kIsal) {
+    // Room for anything smaller than the stored member, which is made instead when
+    // the compressed one does not fit (data that turns random after the probe).
+    const size_t room = in.size() + in.size() / 16 + 1024;
+    out.data.reset(new char[room]);
+    out.size = d.isal_compress(in, out.data.get(), room, true);
+    if (out.size == 0) return stored_member(d, in);
+    return out;
+  }
+  libdeflate_compressor* c = d.libdeflate(kGzipLevel);
+  const size_t bound = libdeflate_gzip_compress_bound(c, in.size());
+  out.data.reset(new char[bound]);
+  out.size = libdeflate_gzip_compress(c, in.data(), in.size(), out.data.get(), bound);
   if (out.size == 0) throw Error("gzip: compression failed");
   return out;
 }
@@ -111,7 +201,8 @@ Bytes gzip_member(DeflaterPool& pool, const std::string& in) {
 /// gzip stream (RFC 1952, section 2.2) that every gzip reader decompresses whole.
 class ParallelGzip : public Compressor {
  public:
-  ParallelGzip(ByteSink sink, unsigned threads) : sink_(std::move(sink)), threads_(threads) {
+  ParallelGzip(ByteSink sink, unsigned threads, GzipEngine engine)
+      : sink_(std::move(sink)), threads_(threads), engine_(resolve(engine)) {
     block_.reserve(kGzipBlock);
   }
   ~ParallelGzip() override {
@@ -138,7 +229,8 @@ class ParallelGzip : public Compressor {
     any_ = true;
     while (pending_.size() >= 2 * threads_) drain_one();
     pending_.push_back(std::async(
-        std::launch::async, [this](std::string block) { return gzip_member(pool_, block); },
+        std::launch::async,
+        [this](std::string block) { return gzip_member(pool_, engine_, block); },
         std::move(block_)));
     block_ = std::string();
     block_.reserve(kGzipBlock);
@@ -151,6 +243,7 @@ class ParallelGzip : public Compressor {
 
   ByteSink sink_;
   unsigned threads_;
+  GzipEngine engine_;
   DeflaterPool pool_;
   std::string block_;
   std::deque<std::future<Bytes>> pending_;
@@ -222,10 +315,15 @@ const char* compression_name(Compression c) {
   return c == Compression::kZstd ? "zstd" : "gzip";
 }
 
-std::unique_ptr<Compressor> make_compressor(Compression c, ByteSink sink, unsigned threads) {
+bool gzip_engine_available(GzipEngine e) {
+  return e != GzipEngine::kIsal || isal() != nullptr;
+}
+
+std::unique_ptr<Compressor> make_compressor(Compression c, ByteSink sink, unsigned threads,
+                                            GzipEngine engine) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   if (c == Compression::kZstd) return std::make_unique<Zstd>(std::move(sink), threads);
-  return std::make_unique<ParallelGzip>(std::move(sink), threads);
+  return std::make_unique<ParallelGzip>(std::move(sink), threads, engine);
 }
 
 }  // namespace ktrain::oci

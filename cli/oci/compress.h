@@ -26,8 +26,18 @@ class Compressor {
   virtual void finish() = 0;
 };
 
+/// What makes gzip members. kAuto: ISA-L when libisal.so.2 is installed (several times
+/// faster), else libdeflate. The two give different bytes (both valid gzip), each the
+/// same for the same input.
+enum class GzipEngine { kAuto, kIsal, kLibdeflate };
+
+/// Whether `e` can be used here (ISA-L: whether libisal.so.2 loads).
+bool gzip_engine_available(GzipEngine e);
+
 /// A compressor for `c` writing to `sink`, using up to `threads` threads (0 = all cores).
-/// The output depends only on the input, never on the number of threads.
-std::unique_ptr<Compressor> make_compressor(Compression c, ByteSink sink, unsigned threads = 0);
+/// The output depends only on the input (and the gzip engine), never on the number of
+/// threads. Asking for kIsal where it is not installed throws Error.
+std::unique_ptr<Compressor> make_compressor(Compression c, ByteSink sink, unsigned threads = 0,
+                                            GzipEngine engine = GzipEngine::kAuto);
 
 }  // namespace ktrain::oci

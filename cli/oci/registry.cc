@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <deque>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -477,26 +479,21 @@ std::string RegistryClient::start_upload(const Repo& repo) {
   return absolute(base, r.header("Location").value_or(""));
 }
 
-std::string RegistryClient::upload_chunk(const Repo& repo, const std::string& location,
-                                         std::uint64_t offset, std::string_view bytes) {
+std::string RegistryClient::upload_stream(
+    const Repo& repo, const std::string& location,
+    const std::function<std::size_t(std::uint64_t, char*, std::size_t)>& reader) {
   net::Request patch;
   patch.method = "PATCH";
   patch.url = location;
-  patch.headers = {
-      {"Content-Type", "application/octet-stream"},
-      {"Content-Range", std::to_string(offset) + "-" + std::to_string(offset + bytes.size() - 1)}};
-  patch.body_length = static_cast<std::int64_t>(bytes.size());
-  patch.body_reader = [bytes](std::uint64_t off, char* buf, std::size_t len) -> std::size_t {
-    if (off >= bytes.size()) return 0;
-    const std::size_t n = std::min<std::size_t>(len, bytes.size() - off);
-    std::memcpy(buf, bytes.data() + off, n);
+  patch.headers = {{"Content-Type", "application/octet-stream"}};
+  patch.body_length = -1;
+  patch.body_reader = [&](std::uint64_t off, char* buf, std::size_t len) -> std::size_t {
+    const std::size_t n = reader(off, buf, len);
+    uploaded_ += n;
     return n;
   };
   net::Response r = send(patch, repo, true);
-  if (r.status != 202) {
-    fail("uploading bytes " + std::to_string(offset) + "+ to " + repo.str(), patch, r, repo);
-  }
-  uploaded_ += bytes.size();
+  if (r.status != 202) fail("uploading a blob to " + repo.str(), patch, r, repo);
   return absolute(base_url(repo.registry), r.header("Location").value_or(location));
 }
 
@@ -522,13 +519,12 @@ void RegistryClient::cancel_upload(const Repo& repo, const std::string& location
   (void)send(del, repo, true);
 }
 
-BlobUploadStream::BlobUploadStream(RegistryClient& client, Repo repo, std::size_t chunk)
-    : client_(client), repo_(std::move(repo)), chunk_(chunk) {
-  filling_.reserve(chunk_);
-}
+BlobUploadStream::BlobUploadStream(RegistryClient& client, Repo repo, std::size_t buffer)
+    : client_(client), repo_(std::move(repo)), buffer_(buffer) {}
 
 BlobUploadStream::~BlobUploadStream() {
-  wait_in_flight();
+  end_body();
+  if (sender_.joinable()) sender_.join();
   if (!location_.empty() && !closed_) {
     try {
       client_.cancel_upload(repo_, location_);
@@ -537,60 +533,95 @@ BlobUploadStream::~BlobUploadStream() {
   }
 }
 
+void BlobUploadStream::fail(const std::string& why) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (!failed_) error_ = why;
+  failed_ = true;
+  cv_.notify_all();
+}
+
+void BlobUploadStream::end_body() {
+  std::lock_guard<std::mutex> g(mu_);
+  ended_ = true;
+  cv_.notify_all();
+}
+
+void BlobUploadStream::send() {
+  std::string why;
+  try {
+    const std::string opened = client_.start_upload(repo_);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      location_ = opened;
+    }
+    std::string next = client_.upload_stream(
+        repo_, opened,
+        [this](std::uint64_t off, char* buf, std::size_t len) { return read(off, buf, len); });
+    std::lock_guard<std::mutex> g(mu_);
+    location_ = std::move(next);
+    if (ended_ && queued_ == 0) return;  // the whole body went (or read() failed it)
+    why = "the registry answered before the whole blob was sent";
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  // Nothing more is read: a writer waiting for room goes on, and drops its bytes.
+  fail(why);
+}
+
+std::size_t BlobUploadStream::read(std::uint64_t offset, char* buf, std::size_t len) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (offset != read_) {
+    // The transport wants the body again from an earlier byte (a redirect or an auth
+    // retry): those bytes are gone. End the body; the blob goes up from its file.
+    if (!failed_) error_ = "the registry asked for the streamed body again";
+    failed_ = true;
+    cv_.notify_all();
+    return 0;
+  }
+  cv_.wait(lk, [&] { return queued_ > 0 || ended_ || failed_; });
+  if (failed_ || queued_ == 0) return 0;  // the end of the body
+  std::size_t n = 0;
+  while (n < len && !queue_.empty()) {
+    const std::string& front = queue_.front();
+    const std::size_t take = std::min(len - n, front.size() - front_read_);
+    std::memcpy(buf + n, front.data() + front_read_, take);
+    n += take;
+    front_read_ += take;
+    if (front_read_ == front.size()) {
+      queue_.pop_front();
+      front_read_ = 0;
+    }
+  }
+  queued_ -= n;
+  read_ += n;
+  cv_.notify_all();
+  return n;
+}
+
 void BlobUploadStream::write(std::string_view data) {
+  if (data.empty()) return;
+  std::unique_lock<std::mutex> lk(mu_);
   if (failed_) return;
   size_ += data.size();
-  while (!data.empty()) {
-    const size_t n = std::min(data.size(), chunk_ - filling_.size());
-    filling_.append(data.substr(0, n));
-    data.remove_prefix(n);
-    if (filling_.size() == chunk_) send_filled();
-    if (failed_) return;
-  }
-}
-
-bool BlobUploadStream::wait_in_flight() {
-  if (!in_flight_) return !failed_;
-  try {
-    location_ = in_flight_->get();
-  } catch (const std::exception& e) {
-    if (!failed_) error_ = e.what();
-    failed_ = true;
-  }
-  in_flight_.reset();
-  return !failed_;
-}
-
-void BlobUploadStream::send_filled() {
-  if (!wait_in_flight()) return;
-  try {
-    if (location_.empty()) location_ = client_.start_upload(repo_);
-  } catch (const std::exception& e) {
-    error_ = e.what();
-    failed_ = true;
-    return;
-  }
-  const std::uint64_t offset = sent_;
-  sent_ += filling_.size();
-  in_flight_ = std::async(std::launch::async,
-                          [this, offset, bytes = std::move(filling_), location = location_] {
-                            return client_.upload_chunk(repo_, location, offset, bytes);
-                          });
-  filling_ = std::string();
-  filling_.reserve(chunk_);
+  if (!sender_.joinable()) sender_ = std::thread([this] { send(); });
+  cv_.wait(lk, [&] { return queued_ < buffer_ || failed_; });
+  if (failed_) return;
+  queue_.emplace_back(data);
+  queued_ += data.size();
+  cv_.notify_all();
 }
 
 bool BlobUploadStream::finish(const std::string& digest) {
-  if (!filling_.empty() && !failed_) send_filled();
-  if (!wait_in_flight()) return false;
+  end_body();
+  if (sender_.joinable()) sender_.join();
+  if (failed_) return false;
   try {
     if (location_.empty()) location_ = client_.start_upload(repo_);  // an empty blob
     client_.finish_upload(repo_, location_, digest, size_);
     closed_ = true;
     return true;
   } catch (const std::exception& e) {
-    error_ = e.what();
-    failed_ = true;
+    fail(e.what());
     return false;
   }
 }

@@ -4,14 +4,15 @@
 // chunked uploads), and auth (anonymous, Basic, Bearer tokens from WWW-Authenticate).
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
-#include <future>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "base/image_ref.h"
@@ -71,11 +72,14 @@ class RegistryClient {
                    const std::function<void(std::uint64_t)>& progress = nullptr);
   /// Opens an upload session in `repo`; returns its location (for the calls below).
   std::string start_upload(const Repo& repo);
-  /// Sends `bytes` at `offset` of the session (a PATCH with Content-Range); returns the
-  /// session's next location. Throws Error when the registry refuses.
-  std::string upload_chunk(const Repo& repo, const std::string& location, std::uint64_t offset,
-                           std::string_view bytes);
-  /// Closes the session as blob `digest` of `size` bytes (all sent with upload_chunk).
+  /// Sends the whole blob through the session as one PATCH whose body streams from
+  /// `reader` (offset-based, like Request::body_reader; 0 = the end) with no length
+  /// given beforehand (chunked transfer encoding on HTTP/1.1), as docker push does;
+  /// returns the session's next location. Throws Error when the registry refuses.
+  std::string upload_stream(
+      const Repo& repo, const std::string& location,
+      const std::function<std::size_t(std::uint64_t, char*, std::size_t)>& reader);
+  /// Closes the session as blob `digest` of `size` bytes (all sent with upload_stream).
   void finish_upload(const Repo& repo, const std::string& location, const std::string& digest,
                      std::uint64_t size);
   /// Abandons a session (DELETE; failures are ignored).
@@ -110,22 +114,24 @@ class RegistryClient {
 };
 
 /// A blob uploaded while it is being made, before its digest is known: bytes come in
-/// through write(), in order; each `chunk` bytes go to the registry as one PATCH of an
-/// upload session, sent on a thread of its own while the next chunk fills (one chunk in
-/// flight and one filling: memory stays at two chunks, and a registry slower than the
-/// maker slows it down rather than piling bytes up). finish() sends the rest and closes
-/// the session with the digest. A failure is kept, not thrown: what comes after is
-/// dropped, finish() returns false, and the caller uploads the blob from its file as
-/// usual (error() says why, for -v).
+/// through write(), in order, and go to the registry as the body of one PATCH of an
+/// upload session, sent from a thread of its own as they come. At most `buffer` bytes
+/// wait between the maker and the connection: memory stays bounded, and a registry
+/// slower than the maker slows it down rather than piling bytes up. finish() ends the
+/// body and closes the session with the digest. A failure is kept, not thrown: what
+/// comes after is dropped, finish() returns false, and the caller uploads the blob
+/// from its file as usual (error() says why, for -v).
 class BlobUploadStream {
  public:
-  BlobUploadStream(RegistryClient& client, Repo repo, std::size_t chunk = 8u << 20);
-  /// Waits for the chunk in flight; abandons a session that finish() did not close.
+  BlobUploadStream(RegistryClient& client, Repo repo, std::size_t buffer = 8u << 20);
+  /// Ends the body and waits for the PATCH; abandons a session that finish() did not
+  /// close.
   ~BlobUploadStream();
   BlobUploadStream(const BlobUploadStream&) = delete;
   BlobUploadStream& operator=(const BlobUploadStream&) = delete;
 
-  /// Appends bytes (the session opens with the first of them).
+  /// Appends bytes (the session opens with the first of them); waits while `buffer`
+  /// bytes are already waiting to be sent.
   void write(std::string_view data);
   /// Sends what is left and closes the session as blob `digest`; true when the registry
   /// has the blob.
@@ -136,20 +142,28 @@ class BlobUploadStream {
   const std::string& error() const { return error_; }
 
  private:
-  void send_filled();
-  bool wait_in_flight();
+  void send();  // the sender thread
+  std::size_t read(std::uint64_t offset, char* buf, std::size_t len);
+  void end_body();
+  void fail(const std::string& why);
 
   RegistryClient& client_;
   Repo repo_;
-  std::size_t chunk_;
-  std::string filling_;
+  std::size_t buffer_;
   std::uint64_t size_ = 0;  ///< bytes written
-  std::uint64_t sent_ = 0;  ///< bytes handed to PATCHes
-  std::string location_;
-  std::optional<std::future<std::string>> in_flight_;  ///< the next location
+  std::thread sender_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_:
+  std::deque<std::string> queue_;  ///< bytes written, not yet read into the body
+  std::size_t queued_ = 0;
+  std::size_t front_read_ = 0;  ///< of queue_.front(), already read
+  std::uint64_t read_ = 0;      ///< body bytes read so far
+  bool ended_ = false;          ///< no more bytes will come
   bool failed_ = false;
-  bool closed_ = false;
   std::string error_;
+  std::string location_;  ///< the session's (next) location once open
+  bool closed_ = false;
 };
 
 /// The host to send API requests to: docker.io is served by registry-1.docker.io.

@@ -2,6 +2,12 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "../net/scripted_transport.h"
 #include "oci/digest.h"
 
@@ -192,44 +198,127 @@ TEST_CASE("registry: parse_challenge") {
   CHECK(p["scope"] == "repository:x:pull");
 }
 
-TEST_CASE("registry: a blob streamed while it is made goes in PATCHes of whole chunks") {
+TEST_CASE("registry: a blob streamed while it is made goes as the body of one PATCH") {
   ScriptedTransport t;
   FixedCredentials creds;
   t.script = {canned(202, "", {{"Location", "/v2/app/blobs/uploads/u1"}}),
-              canned(202, "", {{"Location", "/v2/app/blobs/uploads/u2"}}),
-              canned(202, "", {{"Location", "/v2/app/blobs/uploads/u3"}}),
-              canned(202, "", {{"Location", "/v2/app/blobs/uploads/u4"}}), canned(201)};
+              canned(202, "", {{"Location", "/v2/app/blobs/uploads/u2"}}), canned(201)};
   RegistryClient c(t, creds);
-  const std::string data = "0123456789abcdefghij";  // 20 bytes: chunks of 8, 8 and 4
+  const std::string data = "0123456789abcdefghij";
   {
     BlobUploadStream s(c, {"127.0.0.1:5000", "app"}, 8);
     s.write(data.substr(0, 3));
-    CHECK(t.seen.empty());  // nothing before a chunk is full
     s.write(data.substr(3, 12));
+    s.write("");
     s.write(data.substr(15));
     CHECK(s.size() == data.size());
     REQUIRE(s.finish(sha256_digest(data)));
     CHECK(s.error().empty());
   }
-  REQUIRE(t.seen.size() == 5);
+  REQUIRE(t.seen.size() == 3);
   CHECK(t.seen[0].method == "POST");
   CHECK(t.seen[1].method == "PATCH");
   CHECK(t.seen[1].url == "http://127.0.0.1:5000/v2/app/blobs/uploads/u1");
-  CHECK(header(t.seen[1], "Content-Range") == "0-7");
-  CHECK(t.bodies[1] == "01234567");
-  CHECK(t.seen[2].url == "http://127.0.0.1:5000/v2/app/blobs/uploads/u2");
-  CHECK(header(t.seen[2], "Content-Range") == "8-15");
-  CHECK(t.bodies[2] == "89abcdef");
-  CHECK(header(t.seen[3], "Content-Range") == "16-19");
-  CHECK(t.bodies[3] == "ghij");
-  CHECK(t.seen[4].method == "PUT");
-  CHECK(t.seen[4].url == "http://127.0.0.1:5000/v2/app/blobs/uploads/u4?digest=sha256%3A" +
+  CHECK(t.seen[1].body_length == -1);  // streamed: chunked on HTTP/1.1
+  CHECK(header(t.seen[1], "Content-Range").empty());
+  CHECK(t.bodies[1] == data);
+  CHECK(t.seen[2].method == "PUT");
+  CHECK(t.seen[2].url == "http://127.0.0.1:5000/v2/app/blobs/uploads/u2?digest=sha256%3A" +
                              sha256_digest(data).substr(7));
-  CHECK(t.bodies[4].empty());
+  CHECK(t.bodies[2].empty());
   CHECK(c.bytes_uploaded() == data.size());
 }
 
-TEST_CASE("registry: a refused chunk stops the stream; the session is abandoned, not thrown") {
+namespace {
+
+/// Opens sessions and answers PATCHes like a registry, but reads a PATCH's body only
+/// once `open()` is called, and then at most `read_limit` bytes of it.
+class GatedRegistry : public net::HttpTransport {
+ public:
+  std::size_t read_limit = SIZE_MAX;
+  std::string body;
+  std::vector<std::string> methods;
+
+  void open() {
+    std::lock_guard<std::mutex> g(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  net::Response perform(const net::Request& req) override {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      methods.push_back(req.method);
+    }
+    if (req.method == "POST") return canned(202, "", {{"Location", "/v2/app/blobs/uploads/u1"}});
+    if (req.method == "PATCH") {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return open_; });
+      char buf[3];
+      for (std::size_t n;
+           body.size() < read_limit &&
+           (n = req.body_reader(body.size(), buf, std::min(sizeof buf, read_limit - body.size()))) >
+               0;) {
+        body.append(buf, n);
+      }
+      return canned(202, "", {{"Location", "/v2/app/blobs/uploads/u2"}});
+    }
+    if (req.method == "PUT") return canned(201);
+    return canned(204);
+  }
+  std::vector<net::Response> perform_all(const std::vector<net::Request>& reqs) override {
+    std::vector<net::Response> out;
+    for (const auto& r : reqs) out.push_back(perform(r));
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("registry: a stream holds at most its buffer while the registry does not read") {
+  GatedRegistry t;
+  FixedCredentials creds;
+  RegistryClient c(t, creds);
+  BlobUploadStream s(c, {"127.0.0.1:5000", "app"}, 8);
+  s.write("01234567");  // fills the buffer
+  std::atomic<bool> wrote{false};
+  std::thread writer([&] {
+    s.write("89");  // waits for room
+    wrote = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK_FALSE(wrote.load());
+  t.open();
+  writer.join();
+  CHECK(wrote.load());
+  REQUIRE(s.finish(sha256_digest("0123456789")));
+  CHECK(t.body == "0123456789");
+  CHECK(t.methods == std::vector<std::string>{"POST", "PATCH", "PUT"});
+}
+
+TEST_CASE("registry: a registry that answers before the whole blob was read fails the stream") {
+  GatedRegistry t;
+  t.read_limit = 5;
+  t.open();
+  FixedCredentials creds;
+  RegistryClient c(t, creds);
+  {
+    BlobUploadStream s(c, {"127.0.0.1:5000", "app"}, 4);
+    // The writes do not hang once nothing reads them: they are dropped.
+    for (int i = 0; i < 10; ++i) s.write("abcd");
+    CHECK_FALSE(s.finish(sha256_digest(std::string(40, 'x'))));
+    CHECK(s.error().find("before the whole blob was sent") != std::string::npos);
+  }
+  CHECK(t.body == "abcda");
+  // No PUT: the session is abandoned.
+  CHECK(t.methods == std::vector<std::string>{"POST", "PATCH", "DELETE"});
+}
+
+TEST_CASE("registry: a refused PATCH stops the stream; the session is abandoned, not thrown") {
   ScriptedTransport t;
   FixedCredentials creds;
   t.script = {canned(202, "", {{"Location", "/v2/app/blobs/uploads/u1"}}),
@@ -238,16 +327,38 @@ TEST_CASE("registry: a refused chunk stops the stream; the session is abandoned,
   RegistryClient c(t, creds);
   {
     BlobUploadStream s(c, {"127.0.0.1:5000", "app"}, 4);
-    s.write("abcdefgh");  // the first chunk goes out; the second waits for it and fails
-    s.write("ijkl");      // dropped
-    CHECK_FALSE(s.finish(sha256_digest("abcdefghijkl")));
+    s.write("abcdefgh");
+    CHECK_FALSE(s.finish(sha256_digest("abcdefgh")));
     CHECK(s.error().find("bad range") != std::string::npos);
     CHECK(s.error().find("PATCH") != std::string::npos);
+    s.write("ijkl");  // dropped
+    CHECK(s.size() == 8);
   }
   REQUIRE(t.seen.size() == 3);
   CHECK(t.seen[1].method == "PATCH");
   CHECK(t.seen[2].method == "DELETE");  // abandoned when the stream went away
   CHECK(t.seen[2].url == "http://127.0.0.1:5000/v2/app/blobs/uploads/u1");
+}
+
+TEST_CASE("registry: a streamed body asked for again (an auth retry) fails the stream") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  creds.c = {"alice", "pw", "", "test"};
+  t.script = {canned(202, "", {{"Location", "/v2/app/blobs/uploads/u1"}}),
+              canned(401, "", {{"WWW-Authenticate", R"(Basic realm="reg")"}}),
+              canned(202, "", {{"Location", "/v2/app/blobs/uploads/u2"}}), canned(204)};
+  RegistryClient c(t, creds);
+  {
+    BlobUploadStream s(c, {"127.0.0.1:5000", "app"}, 64);
+    s.write("abcdefgh");
+    CHECK_FALSE(s.finish(sha256_digest("abcdefgh")));
+    CHECK(s.error().find("asked for the streamed body again") != std::string::npos);
+  }
+  REQUIRE(t.seen.size() == 4);
+  CHECK(t.bodies[1] == "abcdefgh");
+  CHECK(t.seen[2].method == "PATCH");
+  CHECK(t.bodies[2].empty());  // nothing of the blob a second time
+  CHECK(t.seen[3].method == "DELETE");
 }
 
 TEST_CASE("registry: a stream that cannot open a session fails quietly") {
@@ -256,7 +367,7 @@ TEST_CASE("registry: a stream that cannot open a session fails quietly") {
   t.script = {canned(403, R"({"errors":[{"code":"DENIED","message":"no push"}]})")};
   RegistryClient c(t, creds);
   BlobUploadStream s(c, {"127.0.0.1:5000", "app"}, 4);
-  s.write("abcdefgh");
+  for (int i = 0; i < 8; ++i) s.write("abcdefgh");  // never waits for a sender that is gone
   CHECK_FALSE(s.finish(sha256_digest("abcdefgh")));
   CHECK(s.error().find("no push") != std::string::npos);
   CHECK(t.seen.size() == 1);  // nothing sent after the refusal
