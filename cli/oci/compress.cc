@@ -4,6 +4,7 @@
 #include <libdeflate.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <future>
@@ -25,6 +26,9 @@ constexpr size_t kGzipBlock = 1 << 20;  // input bytes per gzip member
 // Level 1 (as go-containerregistry uses): several times faster than the default level
 // for a modestly larger output; the upload, not the CPU, should bound a build.
 constexpr int kGzipLevel = 1;
+// Compression threads when the caller leaves it to us. The layer's bytes are read and
+// hashed (SHA-256, ~1.4 GB/s) on one thread; 8 workers compress faster than that.
+constexpr unsigned kMaxAutoThreads = 8;
 
 /// ISA-L's deflate (libisal.so.2), loaded with the first gzip layer. Its level 1 is
 /// written in assembly and compresses two to five times faster than libdeflate's level
@@ -227,7 +231,9 @@ class ParallelGzip : public Compressor {
  private:
   void submit() {
     any_ = true;
-    while (pending_.size() >= 2 * threads_) drain_one();
+    // A block or two beyond one per worker, so that workers stay busy while the
+    // oldest block is waited for; each in flight holds up to ~2.5 MiB.
+    while (pending_.size() >= threads_ + 2) drain_one();
     pending_.push_back(std::async(
         std::launch::async,
         [this](std::string block) { return gzip_member(pool_, engine_, block); },
@@ -321,7 +327,11 @@ bool gzip_engine_available(GzipEngine e) {
 
 std::unique_ptr<Compressor> make_compressor(Compression c, ByteSink sink, unsigned threads,
                                             GzipEngine engine) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 0) {
+    // All cores, up to kMaxAutoThreads: more would hold more blocks in memory without
+    // going faster, as the layer is read, hashed and written on one thread.
+    threads = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxAutoThreads);
+  }
   if (c == Compression::kZstd) return std::make_unique<Zstd>(std::move(sink), threads);
   return std::make_unique<ParallelGzip>(std::move(sink), threads, engine);
 }

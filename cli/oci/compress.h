@@ -34,7 +34,8 @@ enum class GzipEngine { kAuto, kIsal, kLibdeflate };
 /// Whether `e` can be used here (ISA-L: whether libisal.so.2 loads).
 bool gzip_engine_available(GzipEngine e);
 
-/// A compressor for `c` writing to `sink`, using up to `threads` threads (0 = all cores).
+/// A compressor for `c` writing to `sink`, using up to `threads` threads (0 = all cores,
+/// up to 8).
 /// The output depends only on the input (and the gzip engine), never on the number of
 /// threads. Asking for kIsal where it is not installed throws Error.
 std::unique_ptr<Compressor> make_compressor(Compression c, ByteSink sink, unsigned threads = 0,

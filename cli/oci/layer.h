@@ -62,7 +62,7 @@ struct LayerOptions {
   std::int64_t mtime = 0;  ///< every entry's modification time (SOURCE_DATE_EPOCH or 0)
   std::string cache_dir;   ///< "" = no cache; else blobs and the index live here
   std::string temp_dir;    ///< where blob files go without a cache
-  unsigned threads = 0;    ///< compression threads, 0 = all cores
+  unsigned threads = 0;    ///< compression threads, 0 = all cores (up to 8)
   /// Called as uncompressed bytes go by (total so far).
   std::function<void(std::uint64_t)> progress;
   /// When set, also handed the compressed bytes as they are made (in order), so that
