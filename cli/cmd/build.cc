@@ -298,7 +298,7 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
   for (const auto& i : b.ignore) ws.ignore.add(i);
   lo.progress = [&](std::uint64_t n) { progress.bytes("workspace layer", n); };
   // When pushing, the workspace layer (the big one) goes to the registry while it is
-  // built, chunk by chunk, so that compressing and uploading overlap; if that fails,
+  // built, as one streamed PATCH, so that compressing and uploading overlap; if that fails,
   // the layer is uploaded from its file below, as any other. Not when the folder is
   // unchanged since the cache last saw it (a --no-cache rebuild): the registry most
   // likely has that layer, and it is looked for there first, as a cached one is.

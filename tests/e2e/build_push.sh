@@ -133,9 +133,28 @@ skopeo inspect --no-tags --tls-verify=false --raw "docker://${ref4/$PROXY/$REGIS
 expect=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["layers"][-1]["size"] + m["config"]["size"])' "$work/manifest4.json")
 [ "$(( $(count) - before ))" = "$expect" ] || fail "--no-stream uploaded $(( $(count) - before )) bytes, expected $expect"
 
+# A registry that refuses a streamed PATCH (it takes only sized chunks): the layer goes
+# up from its file after it is built, and the push succeeds.
+main_proxy=$PROXY main_proxy_pid=$PROXY_PID
+counting_proxy_start "$REGISTRY" "$work/count_refusing" refuse-streamed
+refusing=$PROXY refusing_pid=$PROXY_PID
+PROXY=$main_proxy PROXY_PID=$main_proxy_pid
+echo 'print("changed for a refusing registry")' >> "$proj/train.py"
+ref5=$("$B/ktrain" build -v --set "image.build.repository=$refusing/team/hello" \
+  -f "$proj/ktrain.yaml" 2> "$work/err5") || { cat "$work/err5"; fail "build through a registry that refuses streamed uploads"; }
+kill "$refusing_pid"; wait "$refusing_pid" 2> /dev/null || true
+grep -q "while it was built failed (.*411" "$work/err5" ||
+  fail "no fallback after a refused streamed upload: $(grep 'ktrain' "$work/err5")"
+grep "^ktrain build: uploaded layer sha256:" "$work/err5" | grep -qv "while it was built" ||
+  fail "the fallback upload is not shown: $(grep "^ktrain" "$work/err5")"
+skopeo inspect --no-tags --tls-verify=false --raw "docker://${ref5/$refusing/$REGISTRY}" > "$work/manifest5.json"
+expect=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["layers"][-1]["size"] + m["config"]["size"])' "$work/manifest5.json")
+[ "$(cat "$work/count_refusing")" = "$expect" ] ||
+  fail "after a refused stream, $(cat "$work/count_refusing") bytes were uploaded, expected $expect"
+
 # --output oci:DIR writes a layout that skopeo reads, with the same digest.
 refo=$("$B/ktrain" build -f "$proj/ktrain.yaml" --output "oci:$work/ocidir" 2> /dev/null)
-[ "$refo" = "oci:$work/ocidir@${ref4#*@}" ] || fail "layout reference $refo"
+[ "$refo" = "oci:$work/ocidir@${ref5#*@}" ] || fail "layout reference $refo"
 skopeo inspect "oci:$work/ocidir" > /dev/null || fail "skopeo cannot read the layout"
 
 # --dockerfile.
