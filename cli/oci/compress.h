@@ -35,9 +35,8 @@ enum class GzipEngine { kAuto, kIsal, kLibdeflate };
 bool gzip_engine_available(GzipEngine e);
 
 /// A compressor for `c` writing to `sink`, using up to `threads` threads (0 = all cores,
-/// up to 8).
-/// The output depends only on the input (and the gzip engine), never on the number of
-/// threads. Asking for kIsal where it is not installed throws Error.
+/// up to 8). The output depends only on the input (and the gzip engine), never on the
+/// number of threads. Asking for kIsal where it is not installed throws Error.
 std::unique_ptr<Compressor> make_compressor(Compression c, ByteSink sink, unsigned threads = 0,
                                             GzipEngine engine = GzipEngine::kAuto);
 
