@@ -187,6 +187,7 @@ struct Transfer {
   std::uint64_t read_offset = 0;
   bool headers_delivered = false;
   bool aborted = false;
+  bool short_body = false;  ///< body_reader ended before body_length
   bool in_flight = false;
   bool done = false;  ///< finished (lean streams: set by the loop thread, under its mutex)
   std::array<char, CURL_ERROR_SIZE> errbuf{};
@@ -243,6 +244,13 @@ size_t on_read(char* buf, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   size_t got = t->req->body_reader(t->read_offset, buf, size * n);
   t->read_offset += got;
+  const std::int64_t length = t->req->body_length;
+  if (got == 0 && length >= 0 && t->read_offset < static_cast<std::uint64_t>(length)) {
+    // The body ended before the length announced (a file that shrank): stop, rather
+    // than wait with the server for bytes that will not come.
+    t->short_body = true;
+    return CURL_READFUNC_ABORT;
+  }
   return got;
 }
 
@@ -522,6 +530,10 @@ struct CurlTransport::Impl {
       t.resp.failure_message =
           t.errbuf[0] ? std::string(t.errbuf.data()) : lib().easy_strerror(code);
       if (t.aborted) t.resp.failure_message = "stopped by the receiver";
+      if (t.short_body) {
+        t.resp.failure_message = "the request body ended after " + std::to_string(t.read_offset) +
+                                 " of " + std::to_string(t.req->body_length) + " bytes";
+      }
       // Keep the status of an answer that was cut short or stopped; otherwise 0.
       if (t.resp.failure != TransportFailure::kAborted &&
           t.resp.failure != TransportFailure::kDropped &&

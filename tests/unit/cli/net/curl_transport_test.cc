@@ -69,6 +69,32 @@ TEST_CASE("curl: headers are sent, bodies are sent from a string or streamed by 
   CHECK(resp.body == "DELETE");
 }
 
+TEST_CASE("curl: a streamed body shorter than its length fails, it does not hang") {
+  httplib::Server s;
+  routes(s);
+  Running<httplib::Server> srv(s);
+  CurlTransport t;
+  const std::string data(100000, 'z');
+  Request put;
+  put.method = "PUT";
+  put.url = srv.url("http", "/echo");
+  put.body_length = static_cast<std::int64_t>(data.size()) + 5000;  // more than there is
+  put.body_reader = [&](std::uint64_t off, char* buf, std::size_t len) {
+    std::size_t n = std::min<std::size_t>(len, data.size() - off);
+    std::memcpy(buf, data.data() + off, n);
+    return n;
+  };
+  put.timeout = std::chrono::seconds(20);  // a hang shows as a timeout, not a stuck test
+  Response resp = t.perform(put);
+  CHECK(resp.failure == TransportFailure::kAborted);
+  CHECK(resp.failure_message == "the request body ended after 100000 of 105000 bytes");
+  // perform_all (the shared loop) too.
+  auto all = t.perform_all({put, put});
+  REQUIRE(all.size() == 2);
+  CHECK(all[1].failure == TransportFailure::kAborted);
+  CHECK(all[1].failure_message.find("ended after 100000 of 105000") != std::string::npos);
+}
+
 TEST_CASE("curl: streaming hands over headers once, then the body as it arrives") {
   httplib::Server s;
   routes(s);
