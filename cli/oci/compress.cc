@@ -28,6 +28,9 @@ constexpr int kGzipLevel = 1;
 // Compression threads when the caller leaves it to us. The layer's bytes are read and
 // hashed (SHA-256, ~1.4 GB/s) on one thread; 8 workers compress faster than that.
 constexpr unsigned kMaxAutoThreads = 8;
+// A block whose first kProbe bytes do not compress into kProbeRoom is stored.
+constexpr size_t kProbe = 64 * 1024;
+constexpr size_t kProbeRoom = kProbe * 97 / 100;
 
 /// ISA-L's deflate (libisal.so.2), loaded with the first gzip layer. Its level 1 is
 /// written in assembly and compresses two to five times faster than libdeflate's level
@@ -75,6 +78,7 @@ struct Deflater {
   libdeflate_compressor* stored = nullptr;         // libdeflate, level 0 (stored blocks)
   std::unique_ptr<isal_zstream> isal_state;        // ~80 KiB
   std::unique_ptr<std::uint8_t[]> isal_level_buf;  // ISAL_DEF_LVL1_DEFAULT bytes
+  std::unique_ptr<char[]> probe_out;               // kProbeRoom bytes
 
   libdeflate_compressor* libdeflate(int level) {
     libdeflate_compressor*& c = level == 0 ? stored : fast;
@@ -154,16 +158,14 @@ struct Bytes {
 /// 64 KiB do not shrink by 3%. Such blocks are stored, which costs no CPU, instead of
 /// being searched for matches that are not there. Depends only on the content.
 bool incompressible(std::string_view in, Deflater& d, GzipEngine engine) {
-  constexpr size_t kProbe = 64 * 1024;
   if (in.size() < kProbe) return false;
-  constexpr size_t kRoom = kProbe * 97 / 100;
-  std::unique_ptr<char[]> out(new char[kRoom]);
+  if (!d.probe_out) d.probe_out.reset(new char[kProbeRoom]);
   // 0: the compressed probe does not fit in 97% of its size.
   if (engine == GzipEngine::kIsal) {
-    return d.isal_compress(in.substr(0, kProbe), out.get(), kRoom, false) == 0;
+    return d.isal_compress(in.substr(0, kProbe), d.probe_out.get(), kProbeRoom, false) == 0;
   }
-  return libdeflate_deflate_compress(d.libdeflate(kGzipLevel), in.data(), kProbe, out.get(),
-                                     kRoom) == 0;
+  return libdeflate_deflate_compress(d.libdeflate(kGzipLevel), in.data(), kProbe, d.probe_out.get(),
+                                     kProbeRoom) == 0;
 }
 
 /// `in` as one gzip member: stored blocks made by libdeflate.
@@ -183,8 +185,9 @@ Bytes gzip_member(DeflaterPool& pool, GzipEngine engine, const std::string& in) 
   if (incompressible(in, d, engine)) return stored_member(d, in);
   Bytes out;
   if (engine == GzipEngine::kIsal) {
-    // Room for anything smaller than the stored member, which is made instead when
-    // the compressed one does not fit (data that turns random after the probe).
+    // Given room for stored blocks (5 bytes per 64 KiB, 18 per member), ISA-L stores
+    // what does not compress (data that turns random after the probe); should a member
+    // still not fit, libdeflate stores it.
     const size_t room = in.size() + in.size() / 16 + 1024;
     out.data.reset(new char[room]);
     out.size = d.isal_compress(in, out.data.get(), room, true);

@@ -17,45 +17,26 @@ registry_start "$work/reg" alice 's3cret-pw'
 make_base_image "$work" "docker://$REGISTRY/base:1" --dest-creds 'alice:s3cret-pw'
 
 proj=$work/proj
-mkdir -p "$proj"
-cat > "$proj/ktrain.yaml" <<YAML
-name: hello
-image:
-  build:
-    base: $REGISTRY/base:1
-    repository: $REGISTRY/team/hello
-train:
-  command: [sh, -c, 'echo hi']
-YAML
-echo 'print(1)' > "$proj/train.py"
+build_project "$proj"
 export KTRAIN_CACHE_DIR=$work/cache HOME=$work/home
 mkdir -p "$HOME/.docker"
 
 # No credentials: 401, exit 3, says that none were sent.
-set +e
-"$B/ktrain" build -f "$proj/ktrain.yaml" > "$work/out" 2> "$work/err"
-rc=$?
-set -e
-[ "$rc" = 3 ] || { cat "$work/err"; fail "anonymous: exit $rc, expected 3"; }
+expect_build_refused anonymous "$proj/ktrain.yaml" "$work/out" "$work/err"
 grep -q "401" "$work/err" || fail "anonymous: no 401 in: $(cat "$work/err")"
 grep -q "no credentials were sent" "$work/err" || fail "anonymous: message: $(cat "$work/err")"
-[ ! -s "$work/out" ] || fail "anonymous: something on stdout"
 
 # Wrong password in auths: exit 3, names the config file and user, never the password.
+docker_auths 'alice:wrong-pw'
 auth=$(printf 'alice:wrong-pw' | base64)
-echo "{\"auths\":{\"$REGISTRY\":{\"auth\":\"$auth\"}}}" > "$HOME/.docker/config.json"
-set +e
-"$B/ktrain" build -f "$proj/ktrain.yaml" > "$work/out" 2> "$work/err"
-rc=$?
-set -e
-[ "$rc" = 3 ] || { cat "$work/err"; fail "wrong password: exit $rc, expected 3"; }
+expect_build_refused "wrong password" "$proj/ktrain.yaml" "$work/out" "$work/err"
 grep -q "config.json (auths)" "$work/err" || fail "wrong password: source not named: $(cat "$work/err")"
 grep -q "alice" "$work/err" || fail "wrong password: user not named"
 if grep -q "wrong-pw\|$auth" "$work/err"; then fail "the secret reached the message"; fi
 
 # Right password in auths: pushed; skopeo reads it back with the same credentials.
+docker_auths 'alice:s3cret-pw'
 auth=$(printf 'alice:s3cret-pw' | base64)
-echo "{\"auths\":{\"$REGISTRY\":{\"auth\":\"$auth\"}}}" > "$HOME/.docker/config.json"
 ref=$("$B/ktrain" build -v -f "$proj/ktrain.yaml" 2> "$work/err") || { cat "$work/err"; fail "auths build"; }
 [[ $ref =~ ^$REGISTRY/team/hello@sha256:[0-9a-f]{64}$ ]] || fail "reference '$ref'"
 if grep -q "s3cret-pw\|$auth" "$work/err"; then fail "-v printed the secret"; fi

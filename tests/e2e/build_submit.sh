@@ -18,20 +18,10 @@ registry_start "$work/reg"
 make_base_image "$work" "docker://$REGISTRY/base:1"
 
 proj=$work/proj
-mkdir -p "$proj"
-cat > "$proj/ktrain.yaml" <<YAML
-name: hello
-image:
-  build:
-    base: $REGISTRY/base:1
-    repository: $REGISTRY/team/hello
-train:
-  command: [sh, -c, 'echo rank \$KTRAIN_RANK']
+build_project "$proj" "  command: [sh, -c, 'echo rank \$KTRAIN_RANK']
   nodes: 2
   gpus: 0
-  preflight: "off"
-YAML
-echo 'print("hello")' > "$proj/train.py"
+  preflight: \"off\""
 export KTRAIN_CACHE_DIR=$work/cache HOME=$work/home SOURCE_DATE_EPOCH=1700000000
 
 # image_of RUN: the image of the run's Job.

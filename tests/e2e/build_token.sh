@@ -22,50 +22,31 @@ grep -q "^alice repository:base:pull,push" "$TOKEN_LOG" ||
   fail "skopeo did not get its token from the token service: $(cat "$TOKEN_LOG")"
 
 proj=$work/proj
-mkdir -p "$proj"
-cat > "$proj/ktrain.yaml" <<YAML
-name: hello
-image:
-  build:
-    base: $REGISTRY/base:1
-    repository: $REGISTRY/team/hello
-train:
-  command: [sh, -c, 'echo hi']
-YAML
-echo 'print(1)' > "$proj/train.py"
+build_project "$proj"
 export KTRAIN_CACHE_DIR=$work/cache HOME=$work/home
 mkdir -p "$HOME/.docker"
 
 # No credentials: the token service answers a token that grants nothing, and the
 # registry refuses it: exit 3, and the message says that no credentials were sent.
 : > "$TOKEN_LOG"
-set +e
-"$B/ktrain" build -f "$proj/ktrain.yaml" > "$work/out" 2> "$work/err"
-rc=$?
-set -e
-[ "$rc" = 3 ] || { cat "$work/err"; fail "anonymous: exit $rc, expected 3"; }
+expect_build_refused anonymous "$proj/ktrain.yaml" "$work/out" "$work/err"
 grep -q "401" "$work/err" || fail "anonymous: no 401 in: $(cat "$work/err")"
 grep -q "no credentials were sent" "$work/err" || fail "anonymous: message: $(cat "$work/err")"
 grep -q "^- repository:base:pull" "$TOKEN_LOG" || fail "anonymous: no anonymous token asked for: $(cat "$TOKEN_LOG")"
-[ ! -s "$work/out" ] || fail "anonymous: something on stdout"
 
 # A wrong password: the token service refuses it: exit 3, names the config file and
 # the user, never the password.
+docker_auths 'alice:wrong-pw'
 auth=$(printf 'alice:wrong-pw' | base64)
-echo "{\"auths\":{\"$REGISTRY\":{\"auth\":\"$auth\"}}}" > "$HOME/.docker/config.json"
-set +e
-"$B/ktrain" build -f "$proj/ktrain.yaml" > "$work/out" 2> "$work/err"
-rc=$?
-set -e
-[ "$rc" = 3 ] || { cat "$work/err"; fail "wrong password: exit $rc, expected 3"; }
+expect_build_refused "wrong password" "$proj/ktrain.yaml" "$work/out" "$work/err"
 grep -q "token service refused the credentials from .*config.json (auths)" "$work/err" ||
   fail "wrong password: message: $(cat "$work/err")"
 grep -q "alice" "$work/err" || fail "wrong password: user not named"
 if grep -q "wrong-pw\|$auth" "$work/err"; then fail "the secret reached the message"; fi
 
 # The right password: pushed with Bearer tokens; skopeo reads the image back.
+docker_auths 'alice:s3cret-pw'
 auth=$(printf 'alice:s3cret-pw' | base64)
-echo "{\"auths\":{\"$REGISTRY\":{\"auth\":\"$auth\"}}}" > "$HOME/.docker/config.json"
 : > "$TOKEN_LOG"
 ref=$("$B/ktrain" build -v -f "$proj/ktrain.yaml" 2> "$work/err") || { cat "$work/err"; fail "token build"; }
 [[ $ref =~ ^$REGISTRY/team/hello@sha256:[0-9a-f]{64}$ ]] || fail "reference '$ref'"
