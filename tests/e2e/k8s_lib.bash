@@ -1,0 +1,69 @@
+# Helpers for the tests on the real control plane (tests/fixtures/k8s). Source
+# it after cluster.bash: it makes $work (removed on exit, after the cluster
+# stops), $work/ws (the images' /workspace) and $work/images.json, which
+# describes the images registry.example.com/ml/* (user 1000, ktrain-launch
+# baked in, as `ktrain build` makes them).
+source "${KTRAIN_SOURCE:-.}/tests/fixtures/apiserver/testlib.bash"
+ktrain="$KTRAIN_BUILD/ktrain"
+[ -x "$ktrain" ] || fail "$ktrain not built"
+case "$ktrain" in /*) ;; *) ktrain="$PWD/$ktrain" ;; esac
+launcher="$KTRAIN_BUILD/ktrain-launch"
+case "$launcher" in /*) ;; *) launcher="$PWD/$launcher" ;; esac
+work="$(mktemp -d /tmp/ktrain-k8s-test.XXXXXX)"
+mkdir -p "$work/ws"
+export NO_COLOR=1 LC_ALL=C
+cat >"$work/images.json" <<JSON
+{
+  "registry.example.com/ml/*": {"user": "1000", "workdir": "/workspace",
+    "files": {"/opt/ktrain/bin/ktrain-launch": "$launcher", "/workspace": "$work/ws"}}
+}
+JSON
+k8s_test_cleanup() {
+  local rc=$?
+  if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -n "${CLUSTER_DIR:-}" ] && [ -d "$CLUSTER_DIR/logs" ]; then cluster_logs 15; fi
+  stop_cluster
+  rm -rf "$work"
+}
+CLUSTER_ON_EXIT=k8s_test_cleanup
+trap k8s_test_cleanup EXIT
+
+# k ARGS...: runs ktrain; sets rc, out (stdout) and err (stderr).
+k() {
+  set +e
+  "$ktrain" "$@" >"$work/out" 2>"$work/err"
+  rc=$?
+  set -e
+  out="$(cat "$work/out")"
+  err="$(cat "$work/err")"
+}
+# k_ok WHAT ARGS...: runs ktrain and expects exit status 0.
+k_ok() {
+  local what=$1
+  shift
+  k "$@"
+  [ "$rc" = 0 ] || fail "$what: exit status $rc: $err"
+}
+# wait_for_cmd WHAT SECONDS CMD...: retries CMD until it succeeds.
+wait_for_cmd() {
+  local what=$1 secs=$2 i
+  shift 2
+  for i in $(seq 1 $((secs * 5))); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.2
+  done
+  fail "timed out after ${secs}s waiting for $what"
+}
+# wait_state RUN STATE SECONDS
+wait_state() {
+  local i s=""
+  for i in $(seq 1 $(($3 * 5))); do
+    s="$("$ktrain" status "$1" -o json 2>/dev/null | json 'd["state"]' 2>/dev/null || true)"
+    [ "$s" = "$2" ] && return 0
+    sleep 0.2
+  done
+  fail "run $1 is $s, not $2, after $3 s: $("$ktrain" status "$1" 2>&1)"
+}
+# versions RUN: uid and resourceVersion of the run's Job, Service and Secret.
+versions() {
+  kubectl get "job/$1" "service/$1" "secret/$1-rdzv" -o jsonpath='{range .items[*]}{.metadata.uid} {.metadata.resourceVersion}{"\n"}{end}'
+}

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# The cluster verbs on a real control plane (kube-apiserver, controller-manager
+# and scheduler of Kubernetes 1.32, the node agent running pods as processes),
+# with kubectl as the reference: submit (again with the same --run-id changes
+# nothing; --dry-run=server), list, status (succeeded, a failed rank, pending
+# for GPUs no node has, pending for a quota), logs (--rank, --tail,
+# --timestamps), submit --wait (0, 1, 124), delete, and the user RBAC grants
+# nothing (exit 3, nothing created).
+set -euo pipefail
+source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
+source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
+require_k8s
+
+# Each rank: "step I" (the launcher prefixes "[rank R] ") for I in 1..$STEPS, then per $MODE: exit 0,
+# exit 3 (fail), or wait until stopped (hold).
+cat >"$work/ws/work.sh" <<'SH'
+
+i=1
+while [ "$i" -le "${STEPS:-3}" ]; do echo "step $i"; i=$((i + 1)); done
+case "$1" in
+  fail) echo "loss is nan at step 7" >&2; exit 3 ;;
+  hold) exec sleep 3600 ;;
+esac
+SH
+start_cluster --nodes 2 --gpus 2 --images "$work/images.json" --backoff 1
+cd "$work"
+
+# project NAME MODE [GPUS] [NODES]
+project() {
+  cat >"$work/$1.yaml" <<YAML
+name: $1
+image: registry.example.com/ml/$1:1.0.0
+train:
+  command: [sh, work.sh, $2]
+  framework: none
+  nodes: ${4:-1}
+  gpus: ${3:-0}
+  preflight: "off"
+  env:
+    STEPS: "5"
+YAML
+}
+project ok ok
+project idem hold
+project fail fail
+project slow hold
+project big ok 4
+project quota ok 1
+
+echo "== submit"
+k_ok "submit" submit -f ok.yaml --run-id a
+expect_eq "$out" "ok-a" "submit prints the run name"
+expect_eq "$(kubectl get job ok-a -o jsonpath='{.spec.completionMode} {.spec.completions} {.metadata.labels.ktrain\.dev/run}')" \
+  "Indexed 1 ok-a" "kubectl sees the Indexed Job"
+expect_eq "$(kubectl get job ok-a -o jsonpath='{.metadata.managedFields[0].manager} {.metadata.managedFields[0].operation}')" \
+  "ktrain Apply" "server-side apply, field manager ktrain"
+expect_eq "$(kubectl get service ok-a -o jsonpath='{.spec.clusterIP}')" "None" "the headless Service"
+expect_eq "$(kubectl get secret ok-a-rdzv -o jsonpath='{.type}')" "Opaque" "the rendezvous Secret"
+wait_state ok-a Succeeded 60
+expect_eq "$(kubectl get job ok-a -o jsonpath='{.status.succeeded}')" "1" "kubectl: the Job succeeded"
+
+echo "== submit again with the same run id"
+k_ok "submit idem" submit -f idem.yaml --run-id a
+wait_state idem-a Running 60
+before="$(versions idem-a)"
+token_before="$(kubectl get secret idem-a-rdzv -o jsonpath='{.data.token}')"
+k_ok "submit idem again" submit -f idem.yaml --run-id a
+expect_eq "$(versions idem-a)" "$before" "submit again: same uid and resourceVersion of Job, Service, Secret"
+expect_eq "$(kubectl get secret idem-a-rdzv -o jsonpath='{.data.token}')" "$token_before" "submit again: the running pod's token is kept"
+expect_eq "$(kubectl get jobs -l ktrain.dev/run=idem-a -o name)" "job.batch/idem-a" "submit again: one Job"
+
+echo "== dry-run=server"
+k_ok "dry-run=server" submit -f ok.yaml --run-id s --dry-run=server -o json
+expect_eq "$(json 'd["objects"]' <<<"$out")" '["secret/ok-s-rdzv", "service/ok-s", "job.batch/ok-s"]' "dry-run=server: what the server accepted"
+expect_eq "$(kubectl get job,service,secret -l ktrain.dev/run=ok-s -o name)" "" "dry-run=server created nothing"
+
+echo "== list"
+k_ok "list" list
+expect_eq "$(awk 'NR>1 {print $1 "=" $2}' <<<"$out" | sort | tr '\n' ' ')" "idem-a=Running ok-a=Succeeded " "list: the runs and their states"
+k_ok "list -o json" list -o json
+expect_eq "$(json 'sorted(r["name"] for r in d["runs"])' <<<"$out")" '["idem-a", "ok-a"]' "list -o json"
+expect_eq "$(kubectl get jobs -l app.kubernetes.io/managed-by=ktrain -o name | sort | tr '\n' ' ')" \
+  "job.batch/idem-a job.batch/ok-a " "kubectl lists the same Jobs"
+
+echo "== logs"
+k_ok "logs" logs ok-a
+expect_eq "$out" "$(for i in 1 2 3 4 5; do echo "[rank 0] step $i"; done)" "logs: the rank's lines, in order"
+expect_eq "$out" "$(kubectl logs job/ok-a)" "logs: what kubectl logs prints"
+k_ok "logs --tail 2" logs ok-a --tail 2
+expect_eq "$out" "$(printf '[rank 0] step 4\n[rank 0] step 5')" "logs --tail 2"
+k_ok "logs --timestamps" logs ok-a --tail 1 --timestamps
+[[ "$out" =~ ^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z\ \[rank\ 0\]\ step\ 5$ ]] || fail "logs --timestamps: $out"
+echo "ok: logs --timestamps"
+k logs ok-a --node 3
+expect_eq "$rc" "2" "logs --node 3 of a 1-node run: exit 2"
+
+echo "== status: a failed rank"
+k submit -f fail.yaml --run-id w --wait
+expect_eq "$rc" "1" "--wait on a run that fails: exit 1"
+[[ "$(head -n 1 <<<"$err")" =~ ^ktrain:\ run\ fail-w\ failed:\ node\ 0\ failed\ first\ \(pod\ fail-w-0-[a-z0-9]{5},\ exit\ code\ 3,\ Error\):\ rank\ 0\ exited\ 3$ ]] ||
+  fail "--wait failure line: $err"
+echo "ok: --wait names the rank that failed first, its exit code, reason and termination message"
+expect_contains "$err" "loss is nan at step 7" "--wait shows that rank's last lines"
+k_ok "status fail" status fail-w -o json
+expect_eq "$(json '[d["state"], d["firstFailedRank"], d["ranks"][0]["exitCode"], d["ranks"][0]["reason"]]' <<<"$out")" \
+  '["Failed", 0, 3, "Error"]' "status -o json: the failed rank"
+expect_eq "$(kubectl get pods -l ktrain.dev/run=fail-w -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.exitCode}')" \
+  "3" "kubectl: the same exit code"
+expect_contains "$(kubectl get pods -l ktrain.dev/run=fail-w -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.message}')" \
+  "rank 0 exited 3" "the launcher's termination message, from /dev/termination-log"
+
+echo "== status: pending"
+k_ok "submit big" submit -f big.yaml --run-id a
+wait_for_cmd "the scheduler to refuse big-a" 60 sh -c \
+  "kubectl get pods -l ktrain.dev/run=big-a -o jsonpath='{.items[0].status.conditions[0].reason}' | grep -qx Unschedulable"
+sched="$(kubectl get pods -l ktrain.dev/run=big-a -o jsonpath='{.items[0].status.conditions[0].message}')"
+k_ok "status big" status big-a
+expect_contains "$out" "State:      Pending" "status: pending"
+expect_contains "$out" "Why:        rank 0 cannot be scheduled: $sched" "status: why it waits, in the scheduler's words"
+expect_contains "$sched" "2 Insufficient nvidia.com/gpu" "the scheduler's reason: GPUs"
+
+kubectl create namespace team >/dev/null
+kubectl create quota gpus -n team --hard=requests.nvidia.com/gpu=0 >/dev/null
+k_ok "submit quota" -n team submit -f quota.yaml --run-id a
+wait_for_cmd "the quota to refuse quota-a's pod" 60 sh -c \
+  "kubectl get events -n team --field-selector reason=FailedCreate -o name | grep -q ."
+quota_msg="$(kubectl get events -n team --field-selector reason=FailedCreate -o jsonpath='{.items[0].message}')"
+expect_contains "$quota_msg" "exceeded quota: gpus" "the real server refuses the pod for the quota"
+k_ok "status quota" -n team status quota-a
+expect_contains "$out" "State:      Pending" "status: pending for a quota"
+expect_contains "$out" "exceeded quota: gpus" "status: why, with the quota named"
+
+echo "== submit --wait --timeout"
+k submit -f slow.yaml --run-id w --wait --timeout 3s
+expect_eq "$rc" "124" "--wait --timeout on a run that goes on: exit 124"
+expect_contains "$err" "timed out after 3s waiting for run slow-w" "--timeout message"
+
+echo "== the user RBAC grants nothing"
+set +e
+KUBECONFIG="$NOBODY_KUBECONFIG" "$ktrain" submit -f ok.yaml --run-id f >"$work/out" 2>"$work/err"
+rc=$?
+set -e
+expect_eq "$rc" "3" "submit as a user without rights: exit 3"
+expect_contains "$(cat "$work/err")" "forbidden" "submit as nobody: the server's word"
+expect_contains "$(cat "$work/err")" 'User "nobody"' "submit as nobody: names the user"
+expect_eq "$(kubectl get job,service,secret -l ktrain.dev/run=ok-f -o name)" "" "nothing created for the forbidden user"
+set +e
+KUBECONFIG="$NOBODY_KUBECONFIG" kubectl get jobs >/dev/null 2>&1
+krc=$?
+KUBECONFIG="$NOBODY_KUBECONFIG" "$ktrain" list >/dev/null 2>"$work/err"
+rc=$?
+set -e
+expect_eq "$krc" "1" "kubectl as nobody is refused too"
+expect_eq "$rc" "3" "list as nobody: exit 3"
+
+echo "== delete"
+k_ok "delete" delete idem-a
+expect_eq "$out" "deleted idem-a" "delete prints what it deleted"
+expect_eq "$(kubectl get job,service,secret -l ktrain.dev/run=idem-a -o name)" "" "delete: Job, Service and Secret gone"
+wait_for_cmd "idem-a's pod to go" 60 sh -c "[ -z \"\$(kubectl get pods -l ktrain.dev/run=idem-a -o name)\" ]"
+echo "ok: delete: the pod was stopped and is gone"
+k delete idem-a
+expect_eq "$rc" "1" "delete of a deleted run: exit 1"
+k_ok "delete the rest" delete ok-a fail-w slow-w big-a
+k_ok "list after delete" list -o name
+expect_eq "$out" "" "no runs left"
+echo "PASS"
