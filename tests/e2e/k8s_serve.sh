@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# serve and scale on the real control plane: the Deployment's pods run a small
+# HTTP server that the node agent probes (readiness on /healthz), the real
+# HorizontalPodAutoscaler controller holds the minimum, scale --replicas and
+# --min/--max change what kubectl reads back, and the replicas answer.
+#
+# Known defect, left to the issue "Day one on a real cluster": the Deployment
+# is created without replicas, so `serve` of autoscale min 2 returns with 1
+# ready replica (the HPA brings the second later). The check is an expected
+# failure: it says XFAIL while the defect is there, and fails (XPASS) once it
+# is fixed, so that the fix turns it into a plain check.
+set -euo pipefail
+source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
+source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
+require_k8s
+
+# Pods share the host's network: each server listens on its own pod address
+# (the pod's hostname resolves to it in its /etc/hosts), as in a pod network.
+cat >"$work/ws/serve.py" <<'PY'
+import http.server, os, socket
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("ok %s\n" % socket.gethostname()).encode()
+        self.send_response(200 if self.path in ("/healthz", "/") else 404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+addr = socket.gethostbyname(socket.gethostname())
+print("serving on %s:%s" % (addr, os.environ.get("PORT", "8080")), flush=True)
+http.server.HTTPServer((addr, int(os.environ.get("PORT", "8080"))), H).serve_forever()
+PY
+start_cluster --nodes 2 --gpus 1 --images "$work/images.json"
+cd "$work"
+cat >"$work/web.yaml" <<'YAML'
+name: web
+image: registry.example.com/ml/web:1
+serve:
+  command: [python3, serve.py]
+  port: 8080
+  cpu: "1"
+  memory: 1Gi
+  autoscale: {min: 2, max: 4, cpu: 70}
+  readiness: {path: /healthz, periodSeconds: 1}
+YAML
+
+# ready: the Deployment's ready replicas, as kubectl reads them.
+ready() { kubectl get deployment web -o jsonpath='{.status.readyReplicas}'; }
+
+echo "== serve"
+k_ok "serve" serve -f web.yaml
+expect_contains "$out" "web: rolled out" "serve waits for the rollout"
+expect_eq "$(kubectl get deployment,service,hpa -l ktrain.dev/run=web -o name | sort | tr '\n' ' ')" \
+  "deployment.apps/web horizontalpodautoscaler.autoscaling/web service/web " "serve: Deployment, Service and HPA"
+at_return="$(ready)"
+if [ "$at_return" = 2 ]; then
+  fail "XPASS: serve of min 2 now returns with 2 ready replicas: make this a plain check"
+fi
+echo "XFAIL: serve of autoscale min 2 returned with ${at_return:-0} ready replica(s), not 2 (the Deployment has no replicas)"
+wait_for_cmd "the HPA to hold its minimum of 2 ready replicas" 90 sh -c '[ "$(kubectl get deployment web -o jsonpath="{.status.readyReplicas}")" = 2 ]'
+echo "ok: the real HPA controller brings the Deployment to its minimum"
+# (The API server refuses to proxy to loopback addresses, which pods have
+# here: the test asks the pod at its address, as a node of a pod network can.)
+for pod in $(kubectl get pods -l ktrain.dev/run=web -o jsonpath='{range .items[*]}{.metadata.name},{.status.podIP}{" "}{end}'); do
+  expect_eq "$(curl -sS "http://${pod#*,}:8080/healthz")" "ok ${pod%,*}" "replica ${pod%,*} answers at its pod address"
+done
+
+echo "== scale"
+k_ok "scale --replicas 3" scale web --replicas 3
+expect_eq "$out" "deployment.apps/web scaled" "scale --replicas"
+expect_contains "$err" "the HorizontalPodAutoscaler \"web\" controls deployment \"web\" (min 2, max 4)" "scale warns about the HPA"
+wait_for_cmd "3 ready replicas" 60 sh -c '[ "$(kubectl get deployment web -o jsonpath="{.status.readyReplicas}")" = 3 ]'
+echo "ok: scale: kubectl reads 3 ready replicas"
+k_ok "scale --min --max" scale web --min 3 --max 4
+expect_eq "$out" "horizontalpodautoscaler.autoscaling/web patched (min 3, max 4)" "scale --min --max"
+expect_eq "$(kubectl get hpa web -o jsonpath='{.spec.minReplicas} {.spec.maxReplicas}')" "3 4" "kubectl reads the HPA's new range"
+k scale web --min 9
+expect_eq "$rc" "2" "scale --min above the maximum: exit 2"
+k scale nosuch --replicas 1
+expect_eq "$rc" "1" "scale of an unknown deployment: exit 1"
+expect_contains "$err" "deployment \"nosuch\" not found in namespace \"default\"" "scale of an unknown deployment: message"
+echo "PASS"
