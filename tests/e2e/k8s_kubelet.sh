@@ -118,6 +118,29 @@ wait_for_cmd "volref to succeed" 60 sh -c "kubectl get pod volref -o jsonpath='{
 expect_eq "$(kubectl logs envref)" "token=s3cr3t" "the Secret's value in the environment"
 expect_eq "$(kubectl logs volref)" '{"layers": 50}' "the ConfigMap mounted as a folder"
 
+echo "== restarts and the previous container's log"
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: again, labels: {t: again}}
+spec:
+  restartPolicy: OnFailure
+  containers:
+  - name: c
+    image: registry.example.com/ml/x:1
+    command: [sh, -c, 'if [ -f /data/once ]; then echo second; else touch /data/once; echo first; exit 4; fi']
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - {name: data, emptyDir: {}}
+YAML
+wait_for_cmd "again to succeed after a restart" 60 sh -c "kubectl get pod again -o jsonpath='{.status.phase}' | grep -qx Succeeded"
+expect_eq "$(kubectl get pod again -o jsonpath='{.status.containerStatuses[0].restartCount} {.status.containerStatuses[0].lastState.terminated.exitCode}')" \
+  "1 4" "restartPolicy OnFailure: one restart, the last state's exit code"
+expect_eq "$(kubectl logs again)" "second" "logs: the current container"
+expect_eq "$(kubectl logs again --previous)" "first" "logs --previous: the one before (the emptyDir outlived it)"
+expect_contains "$(kubectl get events --field-selector involvedObject.name=again,reason=BackOff -o jsonpath='{.items[0].message}')" \
+  "Back-off restarting failed container c" "the kubelet's BackOff event"
+
 echo "== an image nobody has"
 kubectl run nosuch --image=registry.example.com/nowhere/x:1 --restart=Never -l t=nosuch >/dev/null
 wait_reason t=nosuch ErrImagePull

@@ -4,8 +4,9 @@
 # with kubectl as the reference: submit (again with the same --run-id changes
 # nothing; --dry-run=server), list, status (succeeded, a failed rank, pending
 # for GPUs no node has, pending for a quota), logs (--rank, --tail,
-# --timestamps), submit --wait (0, 1, 124), delete, and the user RBAC grants
-# nothing (exit 3, nothing created).
+# --timestamps), submit --wait (0, 1, 124), a finished run's TTL (what the TTL
+# controller leaves behind: an expected failure), delete, and the user RBAC
+# grants nothing (exit 3, nothing created).
 set -euo pipefail
 source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
 source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
@@ -152,6 +153,33 @@ rc=$?
 set -e
 expect_eq "$krc" "1" "kubectl as nobody is refused too"
 expect_eq "$rc" "3" "list as nobody: exit 3"
+
+echo "== a finished run's TTL"
+# Known defect, left to the issue "Day one on a real cluster": the Service and
+# the Secret have no ownerReferences, so the TTL controller's delete of the Job
+# leaves them behind. An expected failure: XFAIL while it is so, XPASS (a
+# failure) once fixed, to be made a plain check.
+cat >"$work/short.yaml" <<'YAML'
+name: short
+image: registry.example.com/ml/short:1
+train:
+  command: [sh, work.sh, ok]
+  framework: none
+  nodes: 1
+  gpus: 0
+  preflight: "off"
+  ttl: 1s
+YAML
+k_ok "submit short" submit -f short.yaml --run-id a
+wait_for_cmd "the TTL controller to delete short-a's Job" 90 sh -c "! kubectl get job short-a >/dev/null 2>&1"
+echo "ok: the TTL controller deleted the finished Job"
+left="$(kubectl get service,secret -l ktrain.dev/run=short-a -o name | sort | tr '\n' ' ')"
+if [ -z "$left" ]; then
+  fail "XPASS: nothing of short-a is left after its TTL: make this a plain check"
+fi
+expect_eq "$left" "secret/short-a-rdzv service/short-a " "what the TTL leaves behind today"
+echo "XFAIL: after the Job's TTL, its Service and Secret stay (no ownerReferences)"
+kubectl delete service,secret -l ktrain.dev/run=short-a >/dev/null
 
 echo "== delete"
 k_ok "delete" delete idem-a
