@@ -49,7 +49,15 @@ std::unique_ptr<backend::Backend> open_backend(Env& env, const TargetFlags& targ
       backend::LocalBackend(env, backend::LocalPrograms{}).has_run(run)) {
     return open_local(env);
   }
-  if (!cluster_configured(env)) return open_local(env);
+  if (auto l = env.var("KTRAIN_LOCAL"); l && *l == "1") return open_local(env);
+  // Never a silent local run: a CI job that lost its credentials must not train
+  // on the CI runner.
+  if (!cluster_configured(env)) {
+    throw Error(
+        "no cluster is configured (no --kubeconfig, $KUBECONFIG or ~/.kube/config, and not in "
+        "a pod): pass --local (or set KTRAIN_LOCAL=1) to use this machine",
+        exit_code::kUnreachable);
+  }
   return std::make_unique<backend::KubeBackend>(std::make_unique<kube::Connection>(env), env);
 }
 

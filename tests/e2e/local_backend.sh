@@ -7,8 +7,8 @@ set -euo pipefail
 ktrain="$KTRAIN_BUILD/ktrain"
 work=$(mktemp -d)
 export XDG_STATE_HOME="$work/state"
-export HOME="$work/home"   # no ~/.kube/config: the local backend is the default
-unset KUBECONFIG KUBERNETES_SERVICE_HOST
+export HOME="$work/home"   # no ~/.kube/config
+unset KUBECONFIG KUBERNETES_SERVICE_HOST KTRAIN_LOCAL
 mkdir -p "$HOME"
 trap 'for r in $("$ktrain" list -o name 2>/dev/null); do "$ktrain" delete "$r" >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
 
@@ -40,6 +40,20 @@ train:
   nodes: 2
   processesPerNode: 2
 YAML
+
+# No cluster and no --local: exit 3, a message that names --local, nothing
+# started here (--dry-run=server too), for every cluster verb.
+for args in "submit --wait" "submit --dry-run=server" "list" "status job-x" "logs job-x" "delete job-x"; do
+  # shellcheck disable=SC2086
+  expect_status 3 "$ktrain" $args
+  grep -q 'no cluster is configured .*pass --local (or set KTRAIN_LOCAL=1) to use this machine' "$work/err" ||
+    fail "$args without a cluster: $(cat "$work/err")"
+done
+[ -z "$(ls -A "$XDG_STATE_HOME/ktrain/runs" 2>/dev/null)" ] ||
+  fail "a cluster verb without a cluster left local state: $(ls -R "$XDG_STATE_HOME")"
+echo "ok: no cluster configured: exit 3 naming --local, nothing started"
+# From here on the local backend is asked for explicitly.
+export KTRAIN_LOCAL=1
 
 # Success: --wait exits 0; the run name is the only thing on stdout.
 expect_status 0 "$ktrain" submit --wait --run-id ok1
