@@ -40,7 +40,7 @@ waiting() {
   kubectl get pods -l "$1" -o jsonpath='{.items[0].status.containerStatuses[0].state.waiting.reason}: {.items[0].status.containerStatuses[0].state.waiting.message}'
 }
 wait_reason() {  # wait_reason SELECTOR REASON
-  wait_for_cmd "$2 on $1" 60 sh -c "kubectl get pods -l '$1' -o jsonpath='{.items[0].status.containerStatuses[0].state.*.reason}' | grep -qx '$2'"
+  k8s_wait "$2 on $1" 60 sh -c "kubectl get pods -l '$1' -o jsonpath='{.items[0].status.containerStatuses[0].state.*.reason}' | grep -qx '$2'"
 }
 
 echo "== runAsNonRoot and an image that runs as root"
@@ -105,7 +105,7 @@ spec:
 YAML
 wait_reason t=envref CreateContainerConfigError
 expect_eq "$(waiting t=envref)" 'CreateContainerConfigError: secret "hf-token" not found' "a missing Secret in env: the kubelet's message"
-wait_for_cmd "FailedMount for volref" 60 sh -c \
+k8s_wait "FailedMount for volref" 60 sh -c \
   "kubectl get events --field-selector involvedObject.name=volref,reason=FailedMount -o name | grep -q ."
 expect_eq "$(kubectl get events --field-selector involvedObject.name=volref,reason=FailedMount -o jsonpath='{.items[0].message}')" \
   'MountVolume.SetUp failed for volume "cfg" : configmap "model-config" not found' "a missing ConfigMap volume: FailedMount"
@@ -113,8 +113,8 @@ expect_eq "$(waiting t=volref)" "ContainerCreating: " "the pod waits in Containe
 # Once they exist, the kubelet goes on: both pods run and see their data.
 kubectl create secret generic hf-token --from-literal=token=s3cr3t >/dev/null
 kubectl create configmap model-config --from-literal=config.json='{"layers": 50}' >/dev/null
-wait_for_cmd "envref to succeed" 60 sh -c "kubectl get pod envref -o jsonpath='{.status.phase}' | grep -qx Succeeded"
-wait_for_cmd "volref to succeed" 60 sh -c "kubectl get pod volref -o jsonpath='{.status.phase}' | grep -qx Succeeded"
+k8s_wait "envref to succeed" 60 sh -c "kubectl get pod envref -o jsonpath='{.status.phase}' | grep -qx Succeeded"
+k8s_wait "volref to succeed" 60 sh -c "kubectl get pod volref -o jsonpath='{.status.phase}' | grep -qx Succeeded"
 expect_eq "$(kubectl logs envref)" "token=s3cr3t" "the Secret's value in the environment"
 expect_eq "$(kubectl logs volref)" '{"layers": 50}' "the ConfigMap mounted as a folder"
 
@@ -133,7 +133,7 @@ spec:
   volumes:
   - {name: data, emptyDir: {}}
 YAML
-wait_for_cmd "again to succeed after a restart" 60 sh -c "kubectl get pod again -o jsonpath='{.status.phase}' | grep -qx Succeeded"
+k8s_wait "again to succeed after a restart" 60 sh -c "kubectl get pod again -o jsonpath='{.status.phase}' | grep -qx Succeeded"
 expect_eq "$(kubectl get pod again -o jsonpath='{.status.containerStatuses[0].restartCount} {.status.containerStatuses[0].lastState.terminated.exitCode}')" \
   "1 4" "restartPolicy OnFailure: one restart, the last state's exit code"
 expect_eq "$(kubectl logs again)" "second" "logs: the current container"

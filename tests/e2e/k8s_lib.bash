@@ -27,32 +27,6 @@ k8s_test_cleanup() {
 CLUSTER_ON_EXIT=k8s_test_cleanup
 trap k8s_test_cleanup EXIT
 
-# k ARGS...: runs ktrain; sets rc, out (stdout) and err (stderr).
-k() {
-  set +e
-  "$ktrain" "$@" >"$work/out" 2>"$work/err"
-  rc=$?
-  set -e
-  out="$(cat "$work/out")"
-  err="$(cat "$work/err")"
-}
-# k_ok WHAT ARGS...: runs ktrain and expects exit status 0.
-k_ok() {
-  local what=$1
-  shift
-  k "$@"
-  [ "$rc" = 0 ] || fail "$what: exit status $rc: $err"
-}
-# wait_for_cmd WHAT SECONDS CMD...: retries CMD until it succeeds.
-wait_for_cmd() {
-  local what=$1 secs=$2 i
-  shift 2
-  for i in $(seq 1 $((secs * 5))); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.2
-  done
-  fail "timed out after ${secs}s waiting for $what"
-}
 # wait_state RUN STATE SECONDS
 wait_state() {
   local i s=""

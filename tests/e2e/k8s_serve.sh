@@ -58,7 +58,7 @@ if [ "$at_return" = 2 ]; then
   fail "XPASS: serve of min 2 now returns with 2 ready replicas: make this a plain check"
 fi
 echo "XFAIL: serve of autoscale min 2 returned with ${at_return:-0} ready replica(s), not 2 (the Deployment has no replicas)"
-wait_for_cmd "the HPA to hold its minimum of 2 ready replicas" 90 sh -c '[ "$(kubectl get deployment web -o jsonpath="{.status.readyReplicas}")" = 2 ]'
+k8s_wait "the HPA to hold its minimum of 2 ready replicas" 90 sh -c '[ "$(kubectl get deployment web -o jsonpath="{.status.readyReplicas}")" = 2 ]'
 echo "ok: the real HPA controller brings the Deployment to its minimum"
 # (The API server refuses to proxy to loopback addresses, which pods have
 # here: the test asks the pod at its address, as a node of a pod network can.)
@@ -70,7 +70,7 @@ echo "== scale"
 k_ok "scale --replicas 3" scale web --replicas 3
 expect_eq "$out" "deployment.apps/web scaled" "scale --replicas"
 expect_contains "$err" "the HorizontalPodAutoscaler \"web\" controls deployment \"web\" (min 2, max 4)" "scale warns about the HPA"
-wait_for_cmd "3 ready replicas" 60 sh -c '[ "$(kubectl get deployment web -o jsonpath="{.status.readyReplicas}")" = 3 ]'
+k8s_wait "3 ready replicas" 60 sh -c '[ "$(kubectl get deployment web -o jsonpath="{.status.readyReplicas}")" = 3 ]'
 echo "ok: scale: kubectl reads 3 ready replicas"
 k_ok "scale --min --max" scale web --min 3 --max 4
 expect_eq "$out" "horizontalpodautoscaler.autoscaling/web patched (min 3, max 4)" "scale --min --max"

@@ -112,7 +112,7 @@ expect_contains "$(kubectl get pods -l ktrain.dev/run=fail-w -o jsonpath='{.item
 
 echo "== status: pending"
 k_ok "submit big" submit -f big.yaml --run-id a
-wait_for_cmd "the scheduler to refuse big-a" 60 sh -c \
+k8s_wait "the scheduler to refuse big-a" 60 sh -c \
   "kubectl get pods -l ktrain.dev/run=big-a -o jsonpath='{.items[0].status.conditions[0].reason}' | grep -qx Unschedulable"
 sched="$(kubectl get pods -l ktrain.dev/run=big-a -o jsonpath='{.items[0].status.conditions[0].message}')"
 k_ok "status big" status big-a
@@ -123,7 +123,7 @@ expect_contains "$sched" "2 Insufficient nvidia.com/gpu" "the scheduler's reason
 kubectl create namespace team >/dev/null
 kubectl create quota gpus -n team --hard=requests.nvidia.com/gpu=0 >/dev/null
 k_ok "submit quota" -n team submit -f quota.yaml --run-id a
-wait_for_cmd "the quota to refuse quota-a's pod" 60 sh -c \
+k8s_wait "the quota to refuse quota-a's pod" 60 sh -c \
   "kubectl get events -n team --field-selector reason=FailedCreate -o name | grep -q ."
 quota_msg="$(kubectl get events -n team --field-selector reason=FailedCreate -o jsonpath='{.items[0].message}')"
 expect_contains "$quota_msg" "exceeded quota: gpus" "the real server refuses the pod for the quota"
@@ -171,7 +171,7 @@ train:
   ttl: 1s
 YAML
 k_ok "submit short" submit -f short.yaml --run-id a
-wait_for_cmd "the TTL controller to delete short-a's Job" 90 sh -c "! kubectl get job short-a >/dev/null 2>&1"
+k8s_wait "the TTL controller to delete short-a's Job" 90 sh -c "! kubectl get job short-a >/dev/null 2>&1"
 echo "ok: the TTL controller deleted the finished Job"
 left="$(kubectl get service,secret -l ktrain.dev/run=short-a -o name | sort | tr '\n' ' ')"
 if [ -z "$left" ]; then
@@ -185,7 +185,7 @@ echo "== delete"
 k_ok "delete" delete idem-a
 expect_eq "$out" "deleted idem-a" "delete prints what it deleted"
 expect_eq "$(kubectl get job,service,secret -l ktrain.dev/run=idem-a -o name)" "" "delete: Job, Service and Secret gone"
-wait_for_cmd "idem-a's pod to go" 60 sh -c "[ -z \"\$(kubectl get pods -l ktrain.dev/run=idem-a -o name)\" ]"
+k8s_wait "idem-a's pod to go" 60 sh -c "[ -z \"\$(kubectl get pods -l ktrain.dev/run=idem-a -o name)\" ]"
 echo "ok: delete: the pod was stopped and is gone"
 k delete idem-a
 expect_eq "$rc" "1" "delete of a deleted run: exit 1"

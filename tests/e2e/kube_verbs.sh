@@ -58,22 +58,6 @@ for p in ok idem logs fail slow; do project $p; done
 project pend 1
 project oom 1
 
-# k ARGS...: runs ktrain; sets rc, out (stdout) and err (stderr).
-k() {
-  set +e
-  "$ktrain" "$@" >"$work/out" 2>"$work/err"
-  rc=$?
-  set -e
-  out="$(cat "$work/out")"
-  err="$(cat "$work/err")"
-}
-# k_ok WHAT ARGS...: runs ktrain and expects exit status 0.
-k_ok() {
-  local what=$1
-  shift
-  k "$@"
-  [ "$rc" = 0 ] || fail "$what: exit status $rc: $err"
-}
 ns=/api/v1/namespaces/default
 bns=/apis/batch/v1/namespaces/default
 http_code() { api_curl -o /dev/null -w '%{http_code}' "$1"; }
