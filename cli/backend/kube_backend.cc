@@ -177,6 +177,9 @@ KubeBackend::PreparedObject KubeBackend::prepare(const ordered_json& obj, bool d
     obj_ns = (*md)["namespace"].get<std::string>();
   }
   p.path = kube::object_path(type, obj_ns, name_of(obj));
+  p.is_job = kind == "Job";
+  p.owned_by_job = !label_of(obj, kRunLabel).empty() &&
+                   (kind == "Secret" || kind == "Service" || kind == "PodGroup");
   if (kind == "Secret") {
     // Created once: a second submit keeps the token the running pods already have.
     p.spec.method = "POST";
@@ -228,6 +231,41 @@ std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_ru
   std::deque<Active> active;
   std::uint64_t fed = 0;
   bool more = true;
+  // Once a group's Job is there, its Secret, Service and PodGroup get the Job as
+  // owner (a last step of the group): a merge patch of ownerReferences alone, which
+  // changes nothing when they have it already.
+  auto add_owner_patches = [&](Active& a, size_t job_index, const net::Response& resp) {
+    std::string uid;
+    try {
+      uid = ordered_json::parse(resp.body).at("metadata").at("uid").get<std::string>();
+    } catch (const std::exception&) {
+      return;  // an answer without the uid: nothing to own them by
+    }
+    const std::string& job_ref = a.objects[job_index].ref;
+    const std::string job_name = job_ref.substr(job_ref.find('/') + 1);
+    ordered_json patch;
+    patch["metadata"]["ownerReferences"] = ordered_json::array(
+        {{{"apiVersion", "batch/v1"}, {"kind", "Job"}, {"name", job_name}, {"uid", uid}}});
+    const std::string body = patch.dump();
+    const size_t n = a.objects.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (!a.objects[i].owned_by_job) continue;
+      PreparedObject o;
+      o.step = 3;
+      o.ref = a.objects[i].ref;
+      o.path = a.objects[i].path;
+      o.owner_patch = true;
+      o.spec.method = "PATCH";
+      o.spec.path = o.path;
+      o.spec.query = {{"fieldManager", "ktrain"}};
+      o.spec.content_type = "application/merge-patch+json";
+      o.spec.body = body;
+      o.spec.idempotent = true;
+      o.spec.accept = kube::kAcceptMetadataOnly;
+      a.objects.push_back(std::move(o));
+      a.order.push_back(fed++);
+    }
+  };
 
   struct Done {
     int step;
@@ -342,7 +380,9 @@ std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_ru
           continue;
         }
       }
-      done.push_back({obj.step, group->order[index], obj.ref});
+      if (!obj.owner_patch) done.push_back({obj.step, group->order[index], obj.ref});
+      // (This adds to the group's objects: `obj` is not to be used after it.)
+      if (obj.is_job && !dry_run) add_owner_patches(*group, index, resp);
     }
     if (first) {
       feed.stop();

@@ -74,10 +74,16 @@ class KubeBackend : public Backend {
   /// its tree can be freed at once: a sweep of thousands of runs then holds a few KiB
   /// per object, not a tree several times that size.
   struct PreparedObject {
-    int step = 0;      ///< 0 Secrets, 1 Services and the like, 2 the rest
+    int step = 0;      ///< 0 Secrets, 1 Services and the like, 2 the rest, 3 owner patches
     std::string ref;   ///< kind/name, for messages
     std::string path;  ///< the object's URL path (to remove it again)
     kube::RequestSpec spec;
+    /// A run's Secret, Service or PodGroup: once its group's Job exists, a patch
+    /// makes the Job its owner, so that the Job's deletion (ktrain delete, or the
+    /// TTL controller's) takes it too.
+    bool owned_by_job = false;
+    bool is_job = false;
+    bool owner_patch = false;  ///< such a patch (not reported as an object of its own)
   };
   PreparedObject prepare(const nlohmann::ordered_json& obj, bool dry_run) const;
   /// apply_objects of prepared objects (their request bodies are moved out).

@@ -4,9 +4,8 @@
 # with kubectl as the reference: submit (again with the same --run-id changes
 # nothing; --dry-run=server), list, status (succeeded, a failed rank, pending
 # for GPUs no node has, pending for a quota), logs (--rank, --tail,
-# --timestamps), submit --wait (0, 1, 124), a finished run's TTL (what the TTL
-# controller leaves behind: an expected failure), delete, and the user RBAC
-# grants nothing (exit 3, nothing created).
+# --timestamps), submit --wait (0, 1, 124), a finished run's TTL (nothing left
+# behind), delete, and the user RBAC grants nothing (exit 3, nothing created).
 set -euo pipefail
 source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
 source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
@@ -155,10 +154,8 @@ expect_eq "$krc" "1" "kubectl as nobody is refused too"
 expect_eq "$rc" "3" "list as nobody: exit 3"
 
 echo "== a finished run's TTL"
-# Known defect, left to the issue "Day one on a real cluster": the Service and
-# the Secret have no ownerReferences, so the TTL controller's delete of the Job
-# leaves them behind. An expected failure: XFAIL while it is so, XPASS (a
-# failure) once fixed, to be made a plain check.
+# The Service and the Secret are owned by the Job: when the TTL controller
+# deletes the finished Job, the garbage collector takes them too.
 cat >"$work/short.yaml" <<'YAML'
 name: short
 image: registry.example.com/ml/short:1
@@ -171,15 +168,14 @@ train:
   ttl: 1s
 YAML
 k_ok "submit short" submit -f short.yaml --run-id a
+uid="$(kubectl get job short-a -o jsonpath='{.metadata.uid}')"
+expect_eq "$(kubectl get service,secret -l ktrain.dev/run=short-a -o jsonpath='{range .items[*]}{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].uid}{"\n"}{end}' | sort -u)" \
+  "Job/short-a/$uid" "the Service and the Secret are owned by the Job"
 k8s_wait "the TTL controller to delete short-a's Job" 90 sh -c "! kubectl get job short-a >/dev/null 2>&1"
 echo "ok: the TTL controller deleted the finished Job"
-left="$(kubectl get service,secret -l ktrain.dev/run=short-a -o name | sort | tr '\n' ' ')"
-if [ -z "$left" ]; then
-  fail "XPASS: nothing of short-a is left after its TTL: make this a plain check"
-fi
-expect_eq "$left" "secret/short-a-rdzv service/short-a " "what the TTL leaves behind today"
-echo "XFAIL: after the Job's TTL, its Service and Secret stay (no ownerReferences)"
-kubectl delete service,secret -l ktrain.dev/run=short-a >/dev/null
+k8s_wait "the garbage collector to take short-a's Service and Secret" 60 sh -c \
+  "[ -z \"\$(kubectl get service,secret -l ktrain.dev/run=short-a -o name)\" ]"
+echo "ok: nothing of the run is left after its TTL"
 
 echo "== delete"
 k_ok "delete" delete idem-a

@@ -350,6 +350,7 @@ import datetime, json, sys
 def t(s):
     return datetime.datetime.fromisoformat(s[:26]).timestamp()
 start = {}
+owned = {}
 for r in json.load(open(sys.argv[1])):
     p = r["path"]
     if "/namespaces/other/" not in p or r["status"] >= 400:
@@ -357,13 +358,24 @@ for r in json.load(open(sys.argv[1])):
     kind = "job" if "/jobs/" in p else "service" if "/services/" in p else "secret" if "/secrets" in p else None
     if kind is None:
         continue
-    name = p.rsplit("/", 1)[1] if kind != "secret" else None
-    start.setdefault(kind, []).append((t(r["time"]), name))
+    name = p.rsplit("/", 1)[1]
+    if r["method"] == "PATCH" and kind in ("secret", "service") and name in owned.get(kind, set()) | ({name} if kind == "secret" else set()):
+        # The second PATCH of a Service, and any PATCH of a Secret: the Job made their owner.
+        start.setdefault("owner-" + kind, []).append((t(r["time"]), name))
+        continue
+    owned.setdefault(kind, set()).add(name)
+    start.setdefault(kind, []).append((t(r["time"]), name if kind != "secret" else None))
 jobs = {n: s for s, n in start["job"]}
 services = {n: s for s, n in start["service"]}
 assert len(jobs) == 150 and len(services) == 150 and len(start["secret"]) == 150, {k: len(v) for k, v in start.items()}
 for n, s in jobs.items():
     assert s >= services[n] + 0.03, (n, s - services[n])
+# Each run's Secret and Service were made the Job's after the Job was answered.
+for kind, suffix in (("owner-secret", "-rdzv"), ("owner-service", "")):
+    patched = {n[: len(n) - len(suffix)] if suffix else n: s for s, n in start[kind]}
+    assert sorted(patched) == sorted(jobs), kind
+    for n, s in patched.items():
+        assert s > jobs[n], (kind, n)
 # A Secret's name is in its body, not its path: each Job started 30 ms after some
 # Secret, and no Job before the first 128 Secrets had been answered.
 first_jobs = sorted(jobs.values())

@@ -21,7 +21,14 @@ namespace {
 /// A tiny in-memory API server: objects by path, apply/create/get/list/delete.
 struct FakeApi {
   std::map<std::string, json> objects;  // path -> object
-  int creates = 0, applies = 0;
+  int creates = 0, applies = 0, merges = 0;
+
+  static std::string content_type(const net::Request& r) {
+    for (const auto& [k, v] : r.headers) {
+      if (k == "Content-Type") return v;
+    }
+    return "";
+  }
 
   static std::string unescape(std::string s) {
     std::string out;
@@ -46,6 +53,12 @@ struct FakeApi {
 
   net::Response handle(const net::Request& r) {
     const auto path = kube_test::path_of(r.url);
+    if (r.method == "PATCH" && content_type(r) == "application/merge-patch+json") {
+      ++merges;
+      if (!objects.count(path)) return kube_test::status_response(404, "NotFound", "not found");
+      objects[path].merge_patch(json::parse(r.body));
+      return kube_test::json_response(200, objects[path]);
+    }
     if (r.method == "PATCH") {
       ++applies;
       auto body = json::parse(r.body);
@@ -124,13 +137,18 @@ TEST_CASE("kube backend: submit applies Secret, then Service, then Job, with the
   REQUIRE(r.runs == std::vector<std::string>{"demo-abc12"});
   CHECK(r.objects == std::vector<std::string>{"secret/demo-abc12-rdzv", "service/demo-abc12",
                                               "job.batch/demo-abc12"});
-  // Dependency order: one perform_all per step.
-  REQUIRE(f.tr.requests.size() == 3);
+  // Dependency order: one perform_all per step; last, the Job becomes the owner of the
+  // Secret and the Service.
+  REQUIRE(f.tr.requests.size() == 5);
   CHECK(f.tr.requests[0].method == "POST");
   CHECK(kube_test::path_of(f.tr.requests[0].url) == "/api/v1/namespaces/ml/secrets");
   CHECK(kube_test::path_of(f.tr.requests[1].url) == "/api/v1/namespaces/ml/services/demo-abc12");
   CHECK(kube_test::path_of(f.tr.requests[2].url) == "/apis/batch/v1/namespaces/ml/jobs/demo-abc12");
-  CHECK(f.tr.perform_all_calls == 3);
+  CHECK(kube_test::path_of(f.tr.requests[3].url) ==
+        "/api/v1/namespaces/ml/secrets/demo-abc12-rdzv");
+  CHECK(kube_test::path_of(f.tr.requests[4].url) == "/api/v1/namespaces/ml/services/demo-abc12");
+  CHECK(f.tr.perform_all_calls == 4);
+  CHECK(f.api.merges == 2);
   // The answers are only checked: each request asks for the metadata only, with plain
   // JSON as the fallback.
   for (const auto& sent : f.tr.requests) {
@@ -150,6 +168,36 @@ TEST_CASE("kube backend: submit applies Secret, then Service, then Job, with the
   const auto& job = f.api.objects.at("/apis/batch/v1/namespaces/ml/jobs/demo-abc12");
   CHECK(job["metadata"]["namespace"] == "ml");
   CHECK(job["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "ktrain");
+  // Owned by the Job (by its uid), so that its deletion takes them too.
+  const json owner = {{"apiVersion", "batch/v1"},
+                      {"kind", "Job"},
+                      {"name", "demo-abc12"},
+                      {"uid", job["metadata"]["uid"]}};
+  CHECK(secret["metadata"]["ownerReferences"] == json::array({owner}));
+  CHECK(f.api.objects.at(
+            "/api/v1/namespaces/ml/services/demo-abc12")["metadata"]["ownerReferences"] ==
+        json::array({owner}));
+  CHECK(!job["metadata"].contains("ownerReferences"));
+}
+
+TEST_CASE("kube backend: no owner patch without the Job's uid, nor in a server dry run") {
+  Fixture f;
+  // An answer without metadata.uid (a proxy that strips bodies): nothing to own by.
+  f.tr.handler = [&f](const net::Request& r) {
+    auto resp = f.api.handle(r);
+    if (r.url.find("/jobs/") != std::string::npos) resp.body = "{}";
+    return resp;
+  };
+  backend::SubmitOptions o;
+  o.run_id = "abc12";
+  auto r = f.kb.submit(demo_project(), o);
+  CHECK(r.objects.size() == 3);
+  CHECK(f.api.merges == 0);
+  Fixture g;
+  o.dry_run_server = true;
+  g.kb.submit(demo_project(), o);
+  CHECK(g.api.merges == 0);
+  CHECK(g.tr.requests.size() == 3);
 }
 
 TEST_CASE("kube backend: submitting the same run twice changes nothing and keeps the token") {
@@ -183,7 +231,8 @@ TEST_CASE("kube backend: a sweep submits every run; each gets its own Secret") {
   auto r = f.kb.submit(p, o);
   CHECK(r.runs.size() == 3);
   CHECK(r.objects.size() == 9);
-  CHECK(f.tr.perform_all_calls == 3);  // three steps, each run's objects sent together
+  CHECK(f.tr.perform_all_calls == 4);  // four steps, each run's objects sent together
+  CHECK(f.api.merges == 6);            // each run's Secret and Service owned by its Job
   CHECK(f.api.objects.count("/api/v1/namespaces/ml/secrets/demo-sw001-2-rdzv"));
 }
 
@@ -454,6 +503,9 @@ TEST_CASE("kube backend: a sweep larger than a batch goes run by run, each run i
     const auto name = path.substr(path.rfind('/') + 1);
     if (req.method == "POST") {
       secret_at[json::parse(req.body)["metadata"]["name"].get<std::string>()] = i;
+    } else if (FakeApi::content_type(req) == "application/merge-patch+json") {
+      // The owner patches, after the Job: checked below.
+      CHECK(job_at.count(name) + job_at.count(name.substr(0, name.size() - 5)) == 1);
     } else if (path.find("/services/") != std::string::npos) {
       service_at[name] = i;
     } else if (path.find("/jobs/") != std::string::npos) {
