@@ -143,6 +143,27 @@ ordered_json rendezvous_secret(const std::string& run, const std::string& ns,
   return s;
 }
 
+std::vector<ordered_json> with_rendezvous_secrets(std::vector<ordered_json> objects) {
+  std::map<std::string, const ordered_json*> jobs;  // run -> its Job
+  for (const auto& o : objects) {
+    const std::string run = label_of(o, kRunLabel);
+    if (!run.empty() && o.value("kind", "") == "Job") jobs.emplace(run, &o);
+  }
+  std::vector<ordered_json> out;
+  out.reserve(objects.size() + jobs.size());
+  std::set<std::string> done;
+  for (auto& o : objects) {
+    const std::string run = label_of(o, kRunLabel);
+    if (auto j = jobs.find(run); j != jobs.end() && done.insert(run).second) {
+      const auto& md = (*j->second)["metadata"];
+      out.push_back(
+          rendezvous_secret(run, md.value("namespace", ""), md["labels"], random_token()));
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 std::string random_token() {
   return random_hex(32);
 }

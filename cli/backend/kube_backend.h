@@ -150,6 +150,12 @@ nlohmann::ordered_json rendezvous_secret(const std::string& run, const std::stri
                                          const nlohmann::ordered_json& labels,
                                          const std::string& token);
 
+/// `objects` (a render) with each training run's rendezvous Secret, with a fresh token,
+/// before the run's first object: what submit creates, so that `ktrain render | kubectl
+/// apply -f -` starts runs whose pods find their Secret.
+std::vector<nlohmann::ordered_json> with_rendezvous_secrets(
+    std::vector<nlohmann::ordered_json> objects);
+
 /// The error for a run whose Job is not there (exit 1).
 Error run_not_found(const std::string& run, const std::string& ns);
 

@@ -3,6 +3,7 @@
 #include <memory>
 #include <ostream>
 
+#include "backend/kube_backend.h"
 #include "base/error.h"
 #include "render/render.h"
 
@@ -25,9 +26,11 @@ int RenderCommandOptions::run(Env& env) const {
   ro.strict = strict;
   ro.templates_dir = templates_dir;
   ro.fs = env.fs;
-  const render::Rendered r = render::render_project(p, ro);
+  render::Rendered r = render::render_project(p, ro);
   for (const auto& w : r.warnings) env.warn(w);
-  *env.out << (output == "json" ? render::to_json(r.objects) : render::to_yaml(r.objects));
+  // Every object submit creates, the rendezvous Secret too (a fresh token each time).
+  const auto objects = backend::with_rendezvous_secrets(std::move(r.objects));
+  *env.out << (output == "json" ? render::to_json(objects) : render::to_yaml(objects));
   env.out->flush();
   return exit_code::kOk;
 }

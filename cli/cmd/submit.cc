@@ -3,6 +3,7 @@
 #include <memory>
 #include <ostream>
 
+#include "backend/kube_backend.h"
 #include "backend/run_id.h"
 #include "base/error.h"
 #include "cmd/build.h"
@@ -80,14 +81,14 @@ struct SubmitOptions {
       // What would be sent, without contacting anything.
       render::RenderOptions ro;
       ro.run_id = run_id.empty() ? backend::random_run_id() : run_id;
-      const render::Rendered r = render::render_project(project, ro);
+      render::Rendered r = render::render_project(project, ro);
       for (const auto& w : r.warnings) env.warn(w);
+      const auto objects = backend::with_rendezvous_secrets(std::move(r.objects));
       if (output_format == "json") {
-        nlohmann::ordered_json list = {
-            {"apiVersion", "v1"}, {"kind", "List"}, {"items", r.objects}};
+        nlohmann::ordered_json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}};
         *env.out << list.dump(2) << "\n";
       } else {
-        *env.out << render::to_yaml(r.objects);
+        *env.out << render::to_yaml(objects);
       }
       return exit_code::kOk;
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Golden files: every example renders, without warnings, to exactly
 # tests/golden/<example>.yaml (with the fixed run id "golden"), twice in a row
-# byte for byte. KTRAIN_UPDATE_GOLDEN=1 rewrites the golden files on purpose.
+# byte for byte but for the rendezvous token, which is fresh each time.
+# KTRAIN_UPDATE_GOLDEN=1 rewrites the golden files on purpose.
 set -euo pipefail
 src=${KTRAIN_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${KTRAIN_BUILD:-$src/build}
@@ -27,6 +28,15 @@ for file in "$src"/examples/*/ktrain.yaml; do
     sed 's/^/    /' "$tmp/$name.err"
   fi
   "$ktrain" render -f "$file" --run-id golden >"$tmp/$name.again.yaml" 2>/dev/null
+  # The rendezvous Secret's token is fresh each time (and must be): the same
+  # otherwise. Compared without it.
+  if [ -n "$(grep -E '^  token: ' "$out")" ] && [ "$(grep -E '^  token: ' "$out")" = "$(grep -E '^  token: ' "$tmp/$name.again.yaml")" ]; then
+    fail "$name: two renders gave the same rendezvous token"
+  fi
+  for f in "$out" "$tmp/$name.again.yaml"; do
+    if grep -q "^kind: Job$" "$f" && ! grep -qE "^  token: [A-Za-z0-9+/=]{88}$" "$f"; then fail "$name: no rendezvous token in the render"; fi
+    sed -i -E 's|^  token: [A-Za-z0-9+/=]{88}$|  token: (fresh)|' "$f"
+  done
   cmp -s "$out" "$tmp/$name.again.yaml" || fail "$name: two renders differ (not deterministic)"
   if [ "${KTRAIN_UPDATE_GOLDEN:-0}" = 1 ]; then
     cp "$out" "$golden/$name.yaml"

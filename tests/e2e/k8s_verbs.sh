@@ -2,7 +2,7 @@
 # The cluster verbs on a real control plane (kube-apiserver, controller-manager
 # and scheduler of Kubernetes 1.32, the node agent running pods as processes),
 # with kubectl as the reference: submit (again with the same --run-id changes
-# nothing; --dry-run=server), list, status (succeeded, a failed rank, pending
+# nothing; --dry-run=server), render | kubectl apply -f -, list, status (succeeded, a failed rank, pending
 # for GPUs no node has, pending for a quota), logs (--rank, --tail,
 # --timestamps), submit --wait (0, 1, 124), a finished run's TTL (nothing left
 # behind), delete, and the user RBAC grants nothing (exit 3, nothing created).
@@ -73,6 +73,15 @@ echo "== dry-run=server"
 k_ok "dry-run=server" submit -f ok.yaml --run-id s --dry-run=server -o json
 expect_eq "$(json 'd["objects"]' <<<"$out")" '["secret/ok-s-rdzv", "service/ok-s", "job.batch/ok-s"]' "dry-run=server: what the server accepted"
 expect_eq "$(kubectl get job,service,secret -l ktrain.dev/run=ok-s -o name)" "" "dry-run=server created nothing"
+
+echo "== render | kubectl apply -f -"
+"$ktrain" render -f ok.yaml --run-id r | kubectl apply -f - >"$work/applied"
+expect_eq "$(cat "$work/applied")" "secret/ok-r-rdzv created
+service/ok-r created
+job.batch/ok-r created" "kubectl applies the Secret, the Service and the Job"
+wait_state ok-r Succeeded 60
+echo "ok: the run that kubectl applied succeeded"
+k_ok "delete ok-r" delete ok-r
 
 echo "== list"
 k_ok "list" list

@@ -8,12 +8,13 @@
 // Exit status 0 when every object is valid, 1 otherwise. Kinds outside the upstream
 // API (Volcano's PodGroup) are reported as skipped; any other unknown kind fails.
 import { readFileSync } from "node:fs";
-import { Service } from "kubernetes-models/v1";
+import { Secret, Service } from "kubernetes-models/v1";
 import { Job } from "kubernetes-models/batch/v1";
 import { Deployment } from "kubernetes-models/apps/v1";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
 
 const models = new Map([
+  ["v1/Secret", Secret],
   ["v1/Service", Service],
   ["batch/v1/Job", Job],
   ["apps/v1/Deployment", Deployment],

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../cli_runner.h"
+#include "kube/kubeconfig.h"
 #include "render_test_util.h"
 
 namespace {
@@ -38,7 +39,13 @@ TEST_CASE("ktrain render: prints YAML by default, JSON with -o json") {
   CHECK(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["kind"] == "List");
-  CHECK(j["items"].size() == 2);
+  // Every object submit creates: the rendezvous Secret, the Service, the Job.
+  REQUIRE(j["items"].size() == 3);
+  CHECK(j["items"][0]["kind"] == "Secret");
+  CHECK(j["items"][0]["metadata"]["name"] == "demo-x1-rdzv");
+  CHECK(ktrain::kube::base64_decode(j["items"][0]["data"]["token"]).size() == 64);
+  CHECK(j["items"][1]["kind"] == "Service");
+  CHECK(j["items"][2]["kind"] == "Job");
 }
 
 TEST_CASE("ktrain render: a bad run id or output format is exit status 2 with nothing on stdout") {
@@ -74,7 +81,18 @@ TEST_CASE("ktrain render: --set overrides the file and the output stays determin
   auto a = run(fs, {"render", "-f", "/p/ktrain.yaml", "--set", "train.nodes=3"});
   auto b = run(fs, {"render", "-f", "/p/ktrain.yaml", "--set", "train.nodes=3"});
   CHECK(a.status == 0);
-  CHECK(a.out == b.out);
+  // The same but for the rendezvous token, which is fresh each time.
+  auto token = [](const std::string& out) {
+    const auto at = out.find("\n  token: ");
+    REQUIRE(at != std::string::npos);
+    return out.substr(at, out.find('\n', at + 1) - at);
+  };
+  const std::string ta = token(a.out), tb = token(b.out);
+  CHECK(ta != tb);
+  std::string a_out = a.out, b_out = b.out;
+  a_out.replace(a_out.find(ta), ta.size(), "");
+  b_out.replace(b_out.find(tb), tb.size(), "");
+  CHECK(a_out == b_out);
   CHECK(a.out.find("completions: 3\n") != std::string::npos);
 }
 
