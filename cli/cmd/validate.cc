@@ -41,6 +41,15 @@ std::string project_summary(const project::Project& p) {
       out += ", sweep of " + plural(runs, "run");
     }
   }
+  if (auto u = p.security.user()) {
+    if (!out.empty()) out += "; ";
+    out += *u == 0 ? "runs as root (security.runAsUser: 0)"
+                   : "runs as user " + std::to_string(*u) +
+                         (p.security.group() ? ":" + std::to_string(*p.security.group()) : "");
+  } else {
+    if (!out.empty()) out += "; ";
+    out += "runs as the image's user, root included (security.runAsNonRoot: false)";
+  }
   if (p.serve) {
     if (!out.empty()) out += "; ";
     out += "serve: port " + std::to_string(p.serve->port);

@@ -103,11 +103,35 @@ struct Scheduling {
 
 /// `security`.
 struct Security {
+  /// The user and group when the project runs as non-root and names none: a
+  /// numeric user, which the kubelet can check against runAsNonRoot (most stock
+  /// images run as root or as a named user, which it refuses).
+  static constexpr std::int64_t kDefaultUser = 1000;
   std::optional<std::int64_t> run_as_user;
   std::optional<std::int64_t> run_as_group;
   std::optional<std::int64_t> fs_group;
   bool run_as_non_root = true;
   std::vector<std::string> add_capabilities;  ///< all others are dropped
+
+  /// The user the pods run as: the project's runAsUser, else kDefaultUser when
+  /// non-root; nullopt: the image's user (runAsNonRoot: false and no runAsUser).
+  std::optional<std::int64_t> user() const {
+    if (run_as_user) return run_as_user;
+    if (run_as_non_root) return kDefaultUser;
+    return std::nullopt;
+  }
+  /// Their group: runAsGroup, else the user's id when ktrain chose the user.
+  std::optional<std::int64_t> group() const {
+    if (run_as_group) return run_as_group;
+    if (!run_as_user && run_as_non_root) return kDefaultUser;
+    return std::nullopt;
+  }
+  /// The group that owns the volumes: fsGroup, else the group ktrain chose.
+  std::optional<std::int64_t> volume_group() const {
+    if (fs_group) return fs_group;
+    if (!run_as_user && !run_as_group && run_as_non_root) return kDefaultUser;
+    return std::nullopt;
+  }
 };
 
 /// An HTTP GET probe of `serve`.

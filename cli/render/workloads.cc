@@ -85,9 +85,33 @@ void set_pod_common(ordered_json& pod, const project::Project& p, bool uses_gpus
   auto& sc = pod["securityContext"];
   if (!sc.is_object()) sc = ordered_json::object();
   sc["runAsNonRoot"] = p.security.run_as_non_root;
-  if (p.security.run_as_user) sc["runAsUser"] = *p.security.run_as_user;
-  if (p.security.run_as_group) sc["runAsGroup"] = *p.security.run_as_group;
-  if (p.security.fs_group) sc["fsGroup"] = *p.security.fs_group;
+  if (auto u = p.security.user()) sc["runAsUser"] = *u;
+  if (auto g = p.security.group()) sc["runAsGroup"] = *g;
+  if (auto g = p.security.volume_group()) {
+    sc["fsGroup"] = *g;
+    // A volume already owned right (a big dataset claim) is not walked at every start.
+    sc["fsGroupChangePolicy"] = "OnRootMismatch";
+  }
+}
+
+/// A writable HOME for a user that the image may not know (its HOME, often /root, is
+/// not writable then): an emptyDir at kHome, set before the user's env, which wins.
+constexpr const char* kHome = "/home/ktrain";
+
+bool needs_home(const project::Project& p) {
+  auto u = p.security.user();
+  return u && *u != 0;
+}
+
+/// Adds the HOME volume to `pod` and its mount to the container `name`. (A key added
+/// to an ordered_json object moves its other values: references into the pod taken
+/// before this call are not to be used after it.)
+void add_home_volume(ordered_json& pod, const std::string& name) {
+  if (!pod["volumes"].is_array()) pod["volumes"] = ordered_json::array();
+  pod["volumes"].push_back({{"name", "home"}, {"emptyDir", ordered_json::object()}});
+  auto& container = container_named(pod, name);
+  if (!container["volumeMounts"].is_array()) container["volumeMounts"] = ordered_json::array();
+  container["volumeMounts"].push_back({{"name", "home"}, {"mountPath", kHome}});
 }
 
 /// The container's security context: no privilege escalation, every capability
@@ -228,6 +252,7 @@ ordered_json train_env(const project::Project& p, const std::string& run,
   for (const auto& [name, value] : point.params) {
     env.push_back(env_value(project::param_env_name(name), value));
   }
+  if (needs_home(p)) env.push_back(env_value("HOME", kHome));
   append_user_env(env, t.env);
   return env;
 }
@@ -284,6 +309,7 @@ ordered_json render_job(const RenderContext& ctx, const std::string& run,
   set_volumes(pod, c, t);
   set_container_security(c, p);
   c["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  if (needs_home(p)) add_home_volume(pod, "train");  // last: `c` moves
   return job;
 }
 
@@ -350,16 +376,16 @@ std::vector<ordered_json> render_serve(const RenderContext& ctx) {
   if (!sv.command.empty()) c["command"] = sv.command;
   c["ports"] =
       ordered_json::array({{{"name", "http"}, {"containerPort", sv.port}, {"protocol", "TCP"}}});
-  if (!sv.env.empty()) {
-    ordered_json env = ordered_json::array();
-    append_user_env(env, sv.env);
-    c["env"] = env;
-  }
+  ordered_json env = ordered_json::array();
+  if (needs_home(p)) env.push_back(env_value("HOME", kHome));
+  append_user_env(env, sv.env);
+  if (!env.empty()) c["env"] = env;
   c["resources"] = resources(sv.cpu, sv.memory, sv.gpus, "");
   if (sv.readiness) c["readinessProbe"] = probe(*sv.readiness, sv.port);
   if (sv.liveness) c["livenessProbe"] = probe(*sv.liveness, sv.port);
   set_container_security(c, p);
   c["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  if (needs_home(p)) add_home_volume(pod, "serve");  // last: `c` moves
   out.push_back(dep);
 
   ordered_json svc = ctx.load("service.yaml");

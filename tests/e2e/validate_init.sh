@@ -16,7 +16,7 @@ mkdir my_Project && cd my_Project
 grep -q '^name: my-project ' ktrain.yaml || fail "name not derived from the folder: $(grep ^name ktrain.yaml)"
 grep -q '^#' ktrain.yaml || fail "the file has no comments"
 out=$("$ktrain" validate) || fail "validate rejected the file init wrote"
-[ "$out" = "ktrain.yaml: valid (train: 2 nodes x 8 GPUs, pytorch)" ] || fail "validate printed: $out"
+[ "$out" = "ktrain.yaml: valid (train: 2 nodes x 8 GPUs, pytorch; runs as user 1000:1000)" ] || fail "validate printed: $out"
 
 # Refuses to overwrite; the file is unchanged.
 cp ktrain.yaml "$work/before"

@@ -39,7 +39,8 @@ TEST_CASE(
   CHECK(c["command"] == ordered_json::array({"python", "serve.py"}));
   CHECK(c["ports"] ==
         ordered_json::array({{{"name", "http"}, {"containerPort", 8080}, {"protocol", "TCP"}}}));
-  CHECK(c["env"] == ordered_json::array({{{"name", "MODEL"}, {"value", "resnet"}}}));
+  CHECK(c["env"] == ordered_json::array({{{"name", "HOME"}, {"value", "/home/ktrain"}},
+                                         {{"name", "MODEL"}, {"value", "resnet"}}}));
   CHECK(c["securityContext"]["allowPrivilegeEscalation"] == false);
   CHECK(c["securityContext"]["capabilities"]["drop"] == ordered_json::array({"ALL"}));
 }

@@ -59,19 +59,73 @@ TEST_CASE("render: shm is a memory-backed emptyDir mounted at /dev/shm") {
   p.train->shm = "64Gi";
   auto r = render_fixed(p);
   const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
-  const auto& vol = pod["volumes"].back();
+  const auto& vols = pod["volumes"];
+  REQUIRE(vols.size() == 2);  // /dev/shm, then HOME
+  const auto& vol = vols[0];
   CHECK(vol["emptyDir"]["medium"] == "Memory");
   CHECK(vol["emptyDir"]["sizeLimit"] == "64Gi");
-  const auto& mount = pod["containers"][0]["volumeMounts"].back();
+  const auto& mount = pod["containers"][0]["volumeMounts"][0];
   CHECK(mount["mountPath"] == "/dev/shm");
   CHECK(mount["name"] == vol["name"]);
 }
 
-TEST_CASE("render: no shm and no volumes leave volumes and mounts out") {
+TEST_CASE("render: no shm and no volumes: only the writable HOME of the non-root user") {
   auto r = render_fixed(train_project());
   const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
-  CHECK_FALSE(pod.contains("volumes"));
-  CHECK_FALSE(pod["containers"][0].contains("volumeMounts"));
+  CHECK(pod["volumes"] ==
+        ordered_json::array({{{"name", "home"}, {"emptyDir", ordered_json::object()}}}));
+  CHECK(pod["containers"][0]["volumeMounts"] ==
+        ordered_json::array({{{"name", "home"}, {"mountPath", "/home/ktrain"}}}));
+  auto p = train_project();
+  p.security.run_as_non_root = false;
+  auto root = render_fixed(p);
+  const auto& rpod = object_of(root, "Job")["spec"]["template"]["spec"];
+  CHECK_FALSE(rpod.contains("volumes"));
+  CHECK_FALSE(rpod["containers"][0].contains("volumeMounts"));
+}
+
+TEST_CASE(
+    "render: non-root by default with a numeric user, group and fsGroup the kubelet accepts") {
+  auto r = render_fixed(train_project());
+  const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
+  const auto& sc = pod["securityContext"];
+  CHECK(sc["runAsNonRoot"] == true);
+  CHECK(sc["runAsUser"] == 1000);
+  CHECK(sc["runAsGroup"] == 1000);
+  CHECK(sc["fsGroup"] == 1000);
+  CHECK(sc["fsGroupChangePolicy"] == "OnRootMismatch");
+  // HOME is writable, and comes before the user's env (whose HOME would win).
+  const auto& env = pod["containers"][0]["env"];
+  auto at = [&](const std::string& name) {
+    for (std::size_t i = 0; i < env.size(); ++i) {
+      if (env[i]["name"] == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  REQUIRE(at("HOME") >= 0);
+  CHECK(env[static_cast<std::size_t>(at("HOME"))]["value"] == "/home/ktrain");
+
+  // The project's user: no group or fsGroup of ktrain's then.
+  auto p = train_project();
+  p.security.run_as_user = 2000;
+  auto own = render_fixed(p);
+  const auto& osc = object_of(own, "Job")["spec"]["template"]["spec"]["securityContext"];
+  CHECK(osc["runAsUser"] == 2000);
+  CHECK_FALSE(osc.contains("runAsGroup"));
+  CHECK_FALSE(osc.contains("fsGroup"));
+
+  // As root, asked for: the image's user, no HOME of ktrain's.
+  p = train_project();
+  p.security.run_as_non_root = false;
+  p.train->env = {{"HOME", "/root"}};
+  auto root = render_fixed(p);
+  const auto& rpod = object_of(root, "Job")["spec"]["template"]["spec"];
+  CHECK(rpod["securityContext"]["runAsNonRoot"] == false);
+  CHECK_FALSE(rpod["securityContext"].contains("runAsUser"));
+  CHECK_FALSE(rpod["securityContext"].contains("fsGroup"));
+  int homes = 0;
+  for (const auto& e : rpod["containers"][0]["env"]) homes += e["name"] == "HOME";
+  CHECK(homes == 1);
 }
 
 TEST_CASE("render: volumes map to claims, configMaps, secrets and emptyDirs with mounts") {
@@ -86,7 +140,8 @@ TEST_CASE("render: volumes map to claims, configMaps, secrets and emptyDirs with
   const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
   const auto& v = pod["volumes"];
   const auto& m = pod["containers"][0]["volumeMounts"];
-  REQUIRE(v.size() == 5);
+  REQUIRE(v.size() == 6);  // and HOME, last
+  CHECK(v[5]["name"] == "home");
   CHECK(v[0]["persistentVolumeClaim"] ==
         ordered_json({{"claimName", "imagenet"}, {"readOnly", true}}));
   CHECK(m[0]["readOnly"] == true);
@@ -171,7 +226,8 @@ TEST_CASE("render: the container runs ktrain-launch with the train command as ar
   CHECK(c["terminationMessagePolicy"] == "FallbackToLogsOnError");
 }
 
-TEST_CASE("render: the launcher's variables come in the contract's order, then the user's env") {
+TEST_CASE(
+    "render: the launcher's variables come in the contract's order, HOME, then the user's env") {
   auto p = train_project();
   p.train->gpus = 4;
   p.train->framework = "paddle";
@@ -181,11 +237,23 @@ TEST_CASE("render: the launcher's variables come in the contract's order, then t
   const auto& c = container_of(object_of(r, "Job"));
   std::vector<std::string> names;
   for (const auto& e : c["env"]) names.push_back(e["name"]);
-  const std::vector<std::string> expected = {
-      "KTRAIN_RUN",          "KTRAIN_NNODES",      "JOB_COMPLETION_INDEX", "KTRAIN_NPROC_PER_NODE",
-      "KTRAIN_GPUS",         "KTRAIN_MASTER_ADDR", "KTRAIN_RDZV_PORT",     "KTRAIN_MASTER_PORT",
-      "KTRAIN_RDZV_TIMEOUT", "KTRAIN_RDZV_SECRET", "KTRAIN_FRAMEWORK",     "KTRAIN_PREFLIGHT",
-      "KTRAIN_GRACE_PERIOD", "KTRAIN_POD_IP",      "NCCL_DEBUG",           "A"};
+  const std::vector<std::string> expected = {"KTRAIN_RUN",
+                                             "KTRAIN_NNODES",
+                                             "JOB_COMPLETION_INDEX",
+                                             "KTRAIN_NPROC_PER_NODE",
+                                             "KTRAIN_GPUS",
+                                             "KTRAIN_MASTER_ADDR",
+                                             "KTRAIN_RDZV_PORT",
+                                             "KTRAIN_MASTER_PORT",
+                                             "KTRAIN_RDZV_TIMEOUT",
+                                             "KTRAIN_RDZV_SECRET",
+                                             "KTRAIN_FRAMEWORK",
+                                             "KTRAIN_PREFLIGHT",
+                                             "KTRAIN_GRACE_PERIOD",
+                                             "KTRAIN_POD_IP",
+                                             "HOME",
+                                             "NCCL_DEBUG",
+                                             "A"};
   CHECK(names == expected);
   CHECK(env_of(c, "KTRAIN_RUN")["value"] == "demo-abcde");
   CHECK(env_of(c, "KTRAIN_NNODES")["value"] == "2");
