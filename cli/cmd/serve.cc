@@ -68,6 +68,23 @@ RolloutState rollout_state(const json& d) {
   return s;
 }
 
+namespace {
+
+/// A Deployment that an autoscaler drives is created with its minimum replicas and
+/// then left to it: when it exists, the apply carries the replicas it has now, so
+/// that serving again changes nothing the HPA decided.
+void keep_replicas(kube::Client& client, const std::string& ns, nlohmann::ordered_json& dep) {
+  const auto type = kube::resource_type("apps/v1", "Deployment");
+  try {
+    const auto current = client.get(kube::object_path(type, ns, dep["metadata"].value("name", "")));
+    if (current["spec"].contains("replicas")) dep["spec"]["replicas"] = current["spec"]["replicas"];
+  } catch (const kube::ApiError& e) {
+    if (e.http_status() != 404) throw;  // not there yet: created with the minimum
+  }
+}
+
+}  // namespace
+
 int run_serve(Env& env, kube::Client& client, const project::Project& project,
               const ServeRun& opts) {
   if (!project.serve) {
@@ -89,7 +106,10 @@ int run_serve(Env& env, kube::Client& client, const project::Project& project,
     const std::string kind = obj.value("kind", "");
     if (kind != "Deployment" && kind != "Service" && kind != "HorizontalPodAutoscaler") continue;
     if (!obj["metadata"].contains("namespace")) obj["metadata"]["namespace"] = ns;
-    if (kind == "Deployment") deployment = obj["metadata"].value("name", "");
+    if (kind == "Deployment") {
+      deployment = obj["metadata"].value("name", "");
+      if (project.serve->autoscale) keep_replicas(client, ns, obj);
+    }
     objects.push_back(std::move(obj));
   }
   auto refs = with_context("serving " + project.name,

@@ -360,7 +360,8 @@ std::vector<ordered_json> render_serve(const RenderContext& ctx) {
   ordered_json dep = ctx.load("deployment.yaml");
   set_metadata(dep, p, name, labels);
   auto& spec = dep["spec"];
-  if (!sv.autoscale) spec["replicas"] = sv.replicas.value_or(1);
+  // With an autoscaler, created with its minimum (then left to it: see run_serve).
+  spec["replicas"] = sv.autoscale ? sv.autoscale->min : sv.replicas.value_or(1);
   spec["selector"] = {{"matchLabels", selector}};
   spec["strategy"] = {
       {"type", "RollingUpdate"},

@@ -273,7 +273,7 @@ expect_eq "$(http_code /apis/batch/v1/namespaces/other/jobs/other-a)" "404" "del
 echo "== serve and scale"
 serve_project="$KTRAIN_SOURCE/examples/serve-autoscale/ktrain.yaml"
 k_ok "serve" serve -f "$serve_project"
-expect_eq "$out" "resnet50-serve: rolled out, 1 replica available" "serve waits for the rollout"
+expect_eq "$out" "resnet50-serve: rolled out, 2 replicas available" "serve waits for the rollout of the autoscaler's minimum"
 sns=/apis/apps/v1/namespaces/ml-serving
 expect_eq "$(http_code "$sns/deployments/resnet50-serve") $(http_code /api/v1/namespaces/ml-serving/services/resnet50-serve) $(http_code /apis/autoscaling/v2/namespaces/ml-serving/horizontalpodautoscalers/resnet50-serve)" \
   "200 200 200" "serve: Deployment, Service and HPA in the project's namespace"

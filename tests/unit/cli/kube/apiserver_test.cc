@@ -464,13 +464,20 @@ TEST_CASE("apiserver: serve waits for the rollout; scale warns about the HPA and
   cmd::ServeRun run;
   run.timeout = std::chrono::seconds(30);
   CHECK(cmd::run_serve(e.env, conn.client(), p, run) == 0);
-  CHECK(e.out.str().find("web: rolled out") != std::string::npos);
+  // Created with the autoscaler's minimum, and waited for.
+  CHECK(e.out.str().find("web: rolled out, 2 replicas available") != std::string::npos);
 
   cmd::ScaleRequest sr;
   sr.name = "web";
   sr.replicas = 3;
   CHECK(cmd::run_scale(e.env, conn.client(), sr) == 0);
   CHECK(e.err.str().find("HorizontalPodAutoscaler \"web\" controls") != std::string::npos);
+  // Serving again leaves the replicas to the autoscaler (3 now), not back to 2.
+  run.wait = false;
+  CHECK(cmd::run_serve(e.env, conn.client(), p, run) == 0);
+  CHECK(conn.client().get("/apis/apps/v1/namespaces/default/deployments/web")["spec"]["replicas"] ==
+        3);
+  run.wait = true;
   sr.replicas.reset();
   sr.min = 1;
   sr.max = 6;

@@ -106,21 +106,22 @@ TEST_CASE("render serve: fixed replicas") {
 }
 
 TEST_CASE(
-    "render serve: autoscale adds an HPA on CPU and a Pods metric, and leaves replicas to it") {
+    "render serve: autoscale adds an HPA on CPU and a Pods metric; the Deployment starts with "
+    "its minimum") {
   auto p = serve_project();
   p.serve->cpu = "2";
   p.serve->replicas = 2;
   p.serve->autoscale =
-      project::Autoscale{2, 20, 70, project::PodsMetric{"DCGM_FI_DEV_GPU_UTIL", "70"}};
+      project::Autoscale{3, 20, 70, project::PodsMetric{"DCGM_FI_DEV_GPU_UTIL", "70"}};
   auto r = render_fixed(p);
   REQUIRE(r.objects.size() == 3);
-  CHECK_FALSE(object_of(r, "Deployment")["spec"].contains("replicas"));
+  CHECK(object_of(r, "Deployment")["spec"]["replicas"] == 3);
   const auto& hpa = object_of(r, "HorizontalPodAutoscaler");
   CHECK(hpa["apiVersion"] == "autoscaling/v2");
   CHECK(hpa["metadata"]["name"] == "api");
   CHECK(hpa["spec"]["scaleTargetRef"] ==
         ordered_json({{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", "api"}}));
-  CHECK(hpa["spec"]["minReplicas"] == 2);
+  CHECK(hpa["spec"]["minReplicas"] == 3);
   CHECK(hpa["spec"]["maxReplicas"] == 20);
   const auto& m = hpa["spec"]["metrics"];
   REQUIRE(m.size() == 2);
