@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "project/parse.h"
+#include "render/render.h"
 
 namespace ktrain::cmd {
 
@@ -70,6 +71,23 @@ int ValidateOptions::run(Env& env) const {
   }
   try {
     project::Project p = project.load(env);
+    // What the file renders to must hold too (patches can break it): a probe render.
+    try {
+      render::RenderOptions ro;
+      ro.run_id = render::default_run_id(p);
+      render::render_project(p, ro);
+    } catch (const UsageError& e) {
+      if (json) {
+        nlohmann::ordered_json j;
+        j["valid"] = false;
+        j["file"] = project.file;
+        j["problems"] =
+            nlohmann::ordered_json::array({{{"message", e.what()}, {"text", e.what()}}});
+        *env.out << j.dump(2) << "\n";
+      }
+      *env.err << e.what() << "\n";
+      return exit_code::kUsage;
+    }
     if (json) {
       nlohmann::ordered_json j;
       j["valid"] = true;

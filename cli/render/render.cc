@@ -263,6 +263,106 @@ std::string image_pin_problem(const std::string& ref) {
   return "";
 }
 
+namespace {
+
+struct Identity {
+  std::string api_version, kind, name;
+};
+
+Identity identity(const ordered_json& o) {
+  auto str = [](const ordered_json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  const ordered_json none;
+  const auto& md = o.contains("metadata") ? o["metadata"] : none;
+  return {o.contains("apiVersion") ? str(o["apiVersion"]) : "",
+          o.contains("kind") ? str(o["kind"]) : "",
+          md.is_object() && md.contains("name") ? str(md["name"]) : ""};
+}
+
+bool has_key(const ordered_json& j, const std::string& key) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key() == key || has_key(it.value(), key)) return true;
+    }
+  } else if (j.is_array()) {
+    for (const auto& e : j) {
+      if (has_key(e, key)) return true;
+    }
+  }
+  return false;
+}
+
+/// What an object must still be after the project's patches: the same apiVersion, kind
+/// and name; every container with a name and an image; the training container started
+/// by ktrain-launch, unless a patch set a command on purpose. A merge patch replaces
+/// lists whole, so a patch of `containers` easily drops the image or the launcher.
+void check_patched(const project::Project& project, const std::string& kind, const Identity& before,
+                   const ordered_json& o, bool sets_command) {
+  auto refuse = [&](const std::string& path, const std::string& what) {
+    throw UsageError(project.file + ": patches." + kind + ": " + path + ": " + what);
+  };
+  const Identity after = identity(o);
+  if (after.api_version != before.api_version) {
+    refuse("apiVersion", "a patch may not change it (" + before.api_version + ")");
+  }
+  if (after.kind != before.kind) refuse("kind", "a patch may not change it (" + before.kind + ")");
+  if (after.name != before.name) {
+    refuse("metadata.name", "a patch may not change it (" + before.name + ")");
+  }
+  if (kind != "Job" && kind != "Deployment") return;
+  const char* pod_path = "spec.template.spec";
+  const ordered_json* pod = nullptr;
+  if (o.contains("spec") && o["spec"].is_object() && o["spec"].contains("template") &&
+      o["spec"]["template"].is_object() && o["spec"]["template"].contains("spec")) {
+    pod = &o["spec"]["template"]["spec"];
+  }
+  if (!pod || !pod->is_object()) refuse(pod_path, "the patched object has no pod spec");
+  if (!pod->contains("containers") || !(*pod)["containers"].is_array() ||
+      (*pod)["containers"].empty()) {
+    refuse(std::string(pod_path) + ".containers", "the patched object has no containers");
+  }
+  const std::string main = kind == "Job" ? "train" : "serve";
+  bool found_main = false;
+  for (const char* list : {"initContainers", "containers"}) {
+    if (!pod->contains(list) || !(*pod)[list].is_array()) continue;
+    const auto& cs = (*pod)[list];
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      const std::string at = std::string(pod_path) + "." + list + "[" + std::to_string(i) + "]";
+      const auto& c = cs[i];
+      if (!c.is_object() || !c.contains("name") || !c["name"].is_string() ||
+          c["name"].get<std::string>().empty()) {
+        refuse(at + ".name",
+               "every container needs a name (a merge patch replaces the "
+               "containers list whole: give each container in full)");
+      }
+      if (!c.contains("image") || !c["image"].is_string() ||
+          c["image"].get<std::string>().empty()) {
+        refuse(at + ".image", "container \"" + c["name"].get<std::string>() +
+                                  "\" has no image (a merge patch replaces the containers "
+                                  "list whole: give each container in full)");
+      }
+      if (std::string(list) != "containers" || c["name"] != main) continue;
+      found_main = true;
+      if (kind == "Job" && !sets_command) {
+        const bool launched = c.contains("command") && c["command"].is_array() &&
+                              !c["command"].empty() &&
+                              c["command"][0] == "/opt/ktrain/bin/ktrain-launch";
+        if (!launched) {
+          refuse(at + ".command",
+                 "the patch drops ktrain-launch from the training container; set command in "
+                 "the patch to replace it on purpose");
+        }
+      }
+    }
+  }
+  if (!found_main) {
+    refuse(std::string(pod_path) + ".containers", "no container named \"" + main +
+                                                      "\" is left (ktrain's status, logs and exit "
+                                                      "codes follow it)");
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> render_each(const project::Project& project, const RenderOptions& options,
                                      const std::function<void(ordered_json&&)>& each) {
   std::vector<std::string> warnings;
@@ -292,11 +392,16 @@ std::vector<std::string> render_each(const project::Project& project, const Rend
     detail::prune_nulls(o);
     const std::string k = o.value("kind", "");
     if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+    const Identity before = identity(o);
+    bool any = false, sets_command = false;
     for (const auto& [kind, patch] : project.patches) {
       if (kind != k) continue;
       apply_merge_patch(o, patch);
       patched.insert(kind);
+      any = true;
+      sets_command = sets_command || has_key(patch, "command");
     }
+    if (any) check_patched(project, k, before, o, sets_command);
     each(std::move(o));
   };
 

@@ -85,15 +85,52 @@ TEST_CASE("render patches: merge into every object of the kind; null deletes") {
 
 TEST_CASE("render patches: arrays are replaced whole, patches apply in file order") {
   auto p = train_project();
+  const auto containers = ordered_json::parse(
+      R"([{"name": "train", "image": "reg/x:1", "command": ["/opt/ktrain/bin/ktrain-launch", "--"],
+           "args": ["python", "x.py"]}])");
   p.patches.push_back(
-      {"Job", ordered_json::parse(
-                  R"({"spec": {"template": {"spec": {"containers": [{"name": "x"}]}}}})")});
+      {"Job", {{"spec", {{"template", {{"spec", {{"containers", containers}}}}}}}}});
   p.patches.push_back({"Job", ordered_json::parse(R"({"spec": {"backoffLimit": 1}})")});
   p.patches.push_back({"Job", ordered_json::parse(R"({"spec": {"backoffLimit": 2}})")});
   auto r = render_fixed(p);
   const auto& job = object_of(r, "Job");
-  CHECK(job["spec"]["template"]["spec"]["containers"] == ordered_json::array({{{"name", "x"}}}));
+  CHECK(job["spec"]["template"]["spec"]["containers"] == containers);
   CHECK(job["spec"]["backoffLimit"] == 2);
+}
+
+TEST_CASE("render patches: a broken result is refused, naming the patch and the path") {
+  auto refused = [](const char* kind, const char* patch, const char* says) {
+    auto p = train_project();
+    p.serve = serve_project().serve;
+    p.patches.push_back({kind, ordered_json::parse(patch)});
+    INFO(patch);
+    CHECK_THROWS_WITH_AS(render_fixed(p), doctest::Contains(says), UsageError);
+  };
+  // A list of containers given in part: the image (and the launcher) are gone.
+  refused("Job", R"({"spec": {"template": {"spec": {"containers": [{"name": "train"}]}}}})",
+          "ktrain.yaml: patches.Job: spec.template.spec.containers[0].image: container \"train\" "
+          "has no image");
+  refused("Job", R"({"spec": {"template": {"spec": {"containers": [{"image": "reg/x:1"}]}}}})",
+          "patches.Job: spec.template.spec.containers[0].name: every container needs a name");
+  refused(
+      "Job",
+      R"({"spec": {"template": {"spec": {"containers": [{"name": "train", "image": "a:1"}]}}}})",
+      "patches.Job: spec.template.spec.containers[0].command: the patch drops ktrain-launch");
+  refused("Job", R"({"spec": {"template": {"spec": {"containers": null}}}})",
+          "patches.Job: spec.template.spec.containers: the patched object has no containers");
+  refused("Job", R"({"metadata": {"name": "other"}})",
+          "patches.Job: metadata.name: a patch may not change it (demo-abcde)");
+  refused("Service", R"({"apiVersion": "v2"})", "patches.Service: apiVersion");
+  refused("Deployment",
+          R"({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "a:1"}]}}}})",
+          "patches.Deployment: spec.template.spec.containers: no container named \"serve\"");
+  // A command set on purpose replaces the launcher; a sidecar with its image is fine.
+  auto p = train_project();
+  p.patches.push_back({"Job", ordered_json::parse(R"({"spec": {"template": {"spec": {"containers": [
+      {"name": "train", "image": "a:1", "command": ["python", "train.py"]},
+      {"name": "side", "image": "b:1"}]}}}})")});
+  auto r = render_fixed(p);
+  CHECK(object_of(r, "Job")["spec"]["template"]["spec"]["containers"].size() == 2);
 }
 
 TEST_CASE("render patches: a kind that matches nothing is a warning naming what was rendered") {
