@@ -181,6 +181,24 @@ expect_eq "$(kubectl logs again --previous)" "first" "logs --previous: the one b
 expect_contains "$(kubectl get events --field-selector involvedObject.name=again,reason=BackOff -o jsonpath='{.items[0].message}')" \
   "Back-off restarting failed container c" "the kubelet's BackOff event"
 
+echo "== a liveness probe that fails restarts the container"
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: unwell, labels: {t: unwell}}
+spec:
+  containers:
+  - name: c
+    image: registry.example.com/ml/x:1
+    command: [sleep, "3600"]
+    livenessProbe: {tcpSocket: {port: 9}, periodSeconds: 1, failureThreshold: 2}
+YAML
+k8s_wait "unwell's liveness restart" 60 sh -c \
+  "kubectl get pod unwell -o jsonpath='{.status.containerStatuses[0].lastState.terminated.exitCode}' | grep -qx 143"
+echo "ok: failureThreshold failures in a row: SIGTERM (exit code 143), then a restart"
+expect_contains "$(kubectl get events --field-selector involvedObject.name=unwell,reason=Killing -o jsonpath='{.items[0].message}')" \
+  "Container c failed liveness probe, will be restarted" "the kubelet's Killing event"
+
 echo "== an image nobody has"
 kubectl run nosuch --image=registry.example.com/nowhere/x:1 --restart=Never -l t=nosuch >/dev/null
 wait_reason t=nosuch ErrImagePull
