@@ -137,6 +137,16 @@ Config parse_config(const std::vector<std::string>& args, const Env& env) {
       c.version = true;
       return c;
     }
+    if (a == "--install" || a.rfind("--install=", 0) == 0) {
+      if (a == "--install") {
+        if (i + 1 >= args.size()) config_error("--install needs a folder");
+        c.install_dir = args[i + 1];
+      } else {
+        c.install_dir = a.substr(10);
+      }
+      if (c.install_dir.empty()) config_error("--install needs a folder");
+      return c;
+    }
     if (a.rfind("--", 0) != 0) break;  // the command starts without "--"
     std::string name = a, value;
     bool inline_value = false;
@@ -278,6 +288,9 @@ options (each overrides the variable named after it):
   --preflight L           off|quick|full GPU/NCCL checks         KTRAIN_PREFLIGHT (off)
   --rdzv-timeout S        seconds to wait for every node         KTRAIN_RDZV_TIMEOUT (900)
   --grace-period S        SIGTERM -> SIGKILL grace in seconds    KTRAIN_GRACE_PERIOD (25)
+  --install DIR           copy ktrain-launch (and ktrain-gpucheck beside it) into
+                          DIR and exit: the init container of pods whose image
+                          lacks the launcher runs this
   --help                  this text
   --version               the version
 

@@ -43,11 +43,12 @@ struct Config {
   std::vector<std::string> command;  ///< the worker command and its arguments
   bool help = false;
   bool version = false;
+  std::string install_dir;  ///< --install DIR: copy the launcher there and exit
 };
 
 /// Parses flags (`args` excludes argv[0]) over the environment `env`. Throws
 /// LaunchError(78) with a message naming the flag or variable on any problem.
-/// With --help or --version set, nothing else is validated.
+/// With --help, --version or --install set, nothing else is validated.
 Config parse_config(const std::vector<std::string>& args,
                     const std::map<std::string, std::string>& env);
 

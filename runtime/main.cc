@@ -7,6 +7,7 @@
 
 #include "runtime/config.h"
 #include "runtime/error.h"
+#include "runtime/install.h"
 #include "runtime/launcher.h"
 #include "runtime/termination_log.h"
 #include "runtime/version.h"
@@ -32,6 +33,16 @@ int main(int argc, char** argv) {
   if (config.version) {
     std::string text = std::string("ktrain-launch ") + version() + "\n";
     return ::write(STDOUT_FILENO, text.data(), text.size()) < 0 ? 1 : 0;
+  }
+  if (!config.install_dir.empty()) {
+    try {
+      log_line(install_launcher(config.install_dir));
+      return 0;
+    } catch (const LaunchError& e) {
+      log_line(std::string("error: ") + e.what());
+      write_termination_log("/dev/termination-log", e.what());
+      return e.status();
+    }
   }
   return run_launcher(config, env);
 }

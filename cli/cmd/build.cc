@@ -144,6 +144,211 @@ std::string strip_slashes(std::string s) {
   return s;
 }
 
+/// The launcher's files: ktrain-launch, and the GPU helper ktrain-gpucheck when it is
+/// beside it (the preflight's GPU and NCCL checks need it; without it they are skipped).
+std::vector<std::string> launcher_files(const Env& env) {
+  const std::string launcher = find_launcher(env);
+  std::vector<std::string> files = {launcher};
+  const std::string helper = (fs::path(launcher).parent_path() / "ktrain-gpucheck").string();
+  std::error_code ec;
+  if (fs::is_regular_file(helper, ec)) files.push_back(helper);
+  return files;
+}
+
+/// A layer holding `files` under `prefix`, made from stable hard links in `stage_root`
+/// (the cache folder), so that its cache entry stays valid while the files do not change.
+oci::LayerBlob make_launcher_layer(const std::vector<std::string>& files, const std::string& prefix,
+                                   const std::string& stage_root, oci::LayerOptions lo,
+                                   Progress& progress) {
+  const std::string stage = stage_root + (prefix.empty() ? "/launcher-image" : "/launcher");
+  std::error_code ec;
+  fs::create_directories(stage, ec);
+  // Only the files named: an old helper left in the stage would go into the layer.
+  for (const auto& entry : fs::directory_iterator(stage, ec)) {
+    const std::string name = entry.path().filename().string();
+    bool wanted = false;
+    for (const auto& f : files) wanted = wanted || fs::path(f).filename() == name;
+    std::error_code rec;
+    if (!wanted) fs::remove_all(entry.path(), rec);
+  }
+  for (const auto& file : files) {
+    const std::string linked = stage + "/" + fs::path(file).filename().string();
+    // A hard link keeps the inode and time, so the layer cache sees an unchanged file;
+    // across file systems a copy with the original's time does the same.
+    const bool same = fs::exists(linked, ec) &&
+                      (fs::equivalent(linked, file, ec) ||
+                       (fs::file_size(linked, ec) == fs::file_size(file, ec) &&
+                        fs::last_write_time(linked, ec) == fs::last_write_time(file, ec)));
+    if (same) continue;
+    fs::remove(linked, ec);
+    ec.clear();
+    fs::create_hard_link(file, linked, ec);
+    if (ec) {
+      ec.clear();
+      fs::copy_file(file, linked, fs::copy_options::overwrite_existing, ec);
+      if (!ec) fs::last_write_time(linked, fs::last_write_time(file, ec), ec);
+    }
+    if (ec) throw Error("cannot stage '" + file + "' in '" + stage + "': " + ec.message());
+    fs::permissions(linked, fs::perms(0755), ec);
+  }
+  oci::LayerSource src;
+  src.root = stage;
+  src.prefix = prefix;
+  lo.progress = [&](std::uint64_t n) { progress.bytes("ktrain-launch layer", n); };
+  oci::LayerBlob layer = oci::make_layer(src, lo, "the ktrain-launch layer");
+  progress.step("layer ktrain-launch: " + human_bytes(static_cast<double>(layer.size)) + " " +
+                layer.digest.substr(0, 19) + (layer.from_cache ? " (cached)" : ""));
+  return layer;
+}
+
+/// The registry client and the transports under it.
+struct RegistryStack {
+  net::CurlTransport curl;
+  net::RetryingTransport retrying;
+  std::unique_ptr<net::LoggingTransport> logging;
+  oci::DockerConfigCredentials creds;
+  oci::RegistryClient client;
+
+  RegistryStack(Env& env, const BuildOptions& opts)
+      : retrying(curl, *env.clock, retry_policy()),
+        logging(env.global.verbose > 0 ? std::make_unique<net::LoggingTransport>(
+                                             retrying, *env.err, *env.clock, env.global.verbose)
+                                       : nullptr),
+        creds(env, oci::real_helper_runner(env)),
+        client(logging ? static_cast<net::HttpTransport&>(*logging) : retrying, creds,
+               registry_options(opts)) {}
+
+  static net::RetryPolicy retry_policy() {
+    net::RetryPolicy p;
+    p.max_attempts = 4;
+    return p;
+  }
+  static oci::RegistryOptions registry_options(const BuildOptions& opts) {
+    oci::RegistryOptions ro;
+    ro.insecure_hosts = opts.insecure_registries;
+    return ro;
+  }
+};
+
+/// Uploads the file at `path` as blob `digest` of `size` bytes.
+void upload_file(oci::RegistryClient& client, const oci::Repo& repo, const std::string& digest,
+                 std::uint64_t size, const std::string& path,
+                 const std::function<void(std::uint64_t)>& progress) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw Error("cannot read '" + path + "'");
+  try {
+    client.upload_blob(
+        repo, digest, size,
+        [&](std::uint64_t off, char* buf, std::size_t len) -> std::size_t {
+          if (::fseeko(f, static_cast<off_t>(off), SEEK_SET) != 0) return 0;
+          return std::fread(buf, 1, len, f);
+        },
+        progress);
+  } catch (...) {
+    std::fclose(f);
+    throw;
+  }
+  std::fclose(f);
+}
+
+/// Pushes `img` to `repo`: the blobs the registry lacks (base layers mounted from
+/// `base_repo` on the same registry, else copied through `tmp_dir`), the config, then
+/// the manifest by digest and under each of `tags`. `skip` is a layer digest already
+/// uploaded ("" for none). Returns the bytes uploaded.
+std::uint64_t push_image(oci::RegistryClient& client, const oci::Image& img, const oci::Repo& repo,
+                         const oci::Repo& base_repo, const std::vector<std::string>& tags,
+                         const std::string& skip, const std::string& tmp_dir, Progress& progress) {
+  std::uint64_t present = 0;
+  for (const auto& l : img.layers) {
+    const std::string short_digest = l.desc.digest.substr(0, 19);
+    if (!skip.empty() && l.desc.digest == skip) continue;
+    if (client.blob_exists(repo, l.desc.digest)) {
+      ++present;
+      continue;
+    }
+    if (l.local_path.empty()) {
+      if (base_repo.registry == repo.registry &&
+          client.mount_blob(repo, l.desc.digest, base_repo.repository)) {
+        progress.step("mounted base layer " + short_digest + " from " + base_repo.repository);
+        continue;
+      }
+      // Another registry: copy the base layer through a temporary file.
+      const std::string copy = tmp_dir + "/" + oci::digest_hex(l.desc.digest);
+      {
+        std::FILE* f = std::fopen(copy.c_str(), "wb");
+        if (!f) throw Error("cannot write '" + copy + "'");
+        try {
+          client.download_blob(base_repo, l.desc.digest, [&](std::string_view d) {
+            if (std::fwrite(d.data(), 1, d.size(), f) != d.size())
+              throw Error("cannot write '" + copy + "'");
+          });
+        } catch (...) {
+          std::fclose(f);
+          throw;
+        }
+        std::fclose(f);
+      }
+      upload_file(client, repo, l.desc.digest, l.desc.size, copy, nullptr);
+      progress.step("copied base layer " + short_digest + " (" +
+                    human_bytes(static_cast<double>(l.desc.size)) + ")");
+      continue;
+    }
+    const std::string what = "uploading " + short_digest;
+    upload_file(client, repo, l.desc.digest, l.desc.size, l.local_path,
+                [&](std::uint64_t n) { progress.bytes(what, n); });
+    progress.step("uploaded layer " + short_digest + " (" +
+                  human_bytes(static_cast<double>(l.desc.size)) + ")");
+  }
+  const oci::Descriptor cfg = img.config_descriptor();
+  if (!client.blob_exists(repo, cfg.digest)) {
+    const std::string bytes = img.config_bytes();
+    client.upload_blob(repo, cfg.digest, bytes.size(),
+                       [&](std::uint64_t off, char* buf, std::size_t len) -> std::size_t {
+                         if (off >= bytes.size()) return 0;
+                         std::size_t n =
+                             std::min(len, bytes.size() - static_cast<std::size_t>(off));
+                         std::memcpy(buf, bytes.data() + off, n);
+                         return n;
+                       });
+  }
+  const std::string manifest = img.manifest_bytes();
+  const std::string digest = img.digest();
+  if (!client.manifest_exists(repo, digest)) {
+    client.put_manifest(repo, digest, oci::media::kOciManifest, manifest);
+  }
+  for (const auto& t : tags) client.put_manifest(repo, t, oci::media::kOciManifest, manifest);
+  progress.step("pushed " + repo.str() + "@" + digest + ": uploaded " +
+                human_bytes(static_cast<double>(client.bytes_uploaded())) + ", " +
+                std::to_string(present) + " of " + std::to_string(img.layers.size()) +
+                " layers already there");
+  return client.bytes_uploaded();
+}
+
+/// SOURCE_DATE_EPOCH when set, else 0 (1970), so that rebuilds are reproducible.
+std::int64_t source_date_epoch(const Env& env) {
+  if (auto s = env.var("SOURCE_DATE_EPOCH"); s && !s->empty()) {
+    try {
+      return std::stoll(*s);
+    } catch (const std::exception&) {
+      throw UsageError("SOURCE_DATE_EPOCH=" + *s + ": expected seconds since 1970");
+    }
+  }
+  return 0;
+}
+
+/// "linux/arm64/v8" -> {linux, arm64, v8} (validated by BuildOptions::validate).
+std::vector<std::string> split_platform(const std::string& platform) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= platform.size(); ++i) {
+    if (i == platform.size() || platform[i] == '/') {
+      parts.push_back(platform.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return parts;
+}
+
 std::string print_dockerfile(const project::ImageBuild& b) {
   std::string out = "# An equivalent of `ktrain build`; add RUN steps as needed.\n";
   out += "# Copy ktrain-launch (next to the ktrain binary) into the build context first.\n";
@@ -171,6 +376,11 @@ void BuildOptions::validate() const {
     throw UsageError("--platform " + platform +
                      ": expected os/arch or os/arch/variant, like linux/amd64");
   }
+  if (!launcher_image.empty()) {
+    if (std::string problem = image_ref_problem(launcher_image); !problem.empty()) {
+      throw UsageError("--launcher-image " + launcher_image + ": " + problem);
+    }
+  }
   for (const auto& t : tags) {
     if (t.empty() || t.size() > 128 || t.find_first_of("/:@ ") != std::string::npos) {
       throw UsageError("--tag " + t + ": a tag is up to 128 letters, digits, '_', '.' and '-'");
@@ -193,18 +403,9 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
   }
   const ImageRef base_ref = parse_image_ref(b.base);
   const ImageRef target = parse_image_ref(b.repository);
-  const std::string launcher = find_launcher(env);
   Progress progress(env);
 
-  // Time: SOURCE_DATE_EPOCH when set, else the epoch, so that rebuilds are reproducible.
-  std::int64_t epoch = 0;
-  if (auto s = env.var("SOURCE_DATE_EPOCH"); s && !s->empty()) {
-    try {
-      epoch = std::stoll(*s);
-    } catch (const std::exception&) {
-      throw UsageError("SOURCE_DATE_EPOCH=" + *s + ": expected seconds since 1970");
-    }
-  }
+  const std::int64_t epoch = source_date_epoch(env);
 
   oci::LayerOptions lo;
   lo.compression = opts.compression == "zstd" ? oci::Compression::kZstd : oci::Compression::kGzip;
@@ -216,56 +417,11 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
     env.warn("skipping '" + p + "': not a file, folder or link");
   };
 
-  // The launcher layer, from a stable hard link (so its cache entry stays valid).
-  oci::LayerSource launcher_src;
-  launcher_src.prefix = kLauncherDir;
-  {
-    std::string stage = (opts.no_cache ? tmp.path : lo.cache_dir) + "/launcher";
-    std::error_code ec;
-    fs::create_directories(stage, ec);
-    const std::string linked = stage + "/ktrain-launch";
-    // A hard link keeps the inode and time, so the layer cache sees an unchanged file;
-    // across file systems a copy with the original's time does the same.
-    const bool same = fs::exists(linked, ec) &&
-                      (fs::equivalent(linked, launcher, ec) ||
-                       (fs::file_size(linked, ec) == fs::file_size(launcher, ec) &&
-                        fs::last_write_time(linked, ec) == fs::last_write_time(launcher, ec)));
-    if (!same) {
-      fs::remove(linked, ec);
-      ec.clear();
-      fs::create_hard_link(launcher, linked, ec);
-      if (ec) {
-        ec.clear();
-        fs::copy_file(launcher, linked, fs::copy_options::overwrite_existing, ec);
-        if (!ec) fs::last_write_time(linked, fs::last_write_time(launcher, ec), ec);
-      }
-      if (ec) throw Error("cannot stage ktrain-launch in '" + stage + "': " + ec.message());
-      fs::permissions(linked, fs::perms(0755), ec);
-    }
-    launcher_src.root = stage;
-  }
-  lo.progress = [&](std::uint64_t n) { progress.bytes("ktrain-launch layer", n); };
-  oci::LayerBlob launcher_layer = oci::make_layer(launcher_src, lo, "the ktrain-launch layer");
-  progress.step("layer ktrain-launch: " + human_bytes(static_cast<double>(launcher_layer.size)) +
-                " " + launcher_layer.digest.substr(0, 19) +
-                (launcher_layer.from_cache ? " (cached)" : ""));
+  oci::LayerBlob launcher_layer = make_launcher_layer(
+      launcher_files(env), kLauncherDir, opts.no_cache ? tmp.path : lo.cache_dir, lo, progress);
 
-  // The registry client.
-  net::CurlTransport curl;
-  net::RetryPolicy policy;
-  policy.max_attempts = 4;
-  net::RetryingTransport retrying(curl, *env.clock, policy);
-  std::unique_ptr<net::LoggingTransport> logging;
-  net::HttpTransport* transport = &retrying;
-  if (env.global.verbose > 0) {
-    logging =
-        std::make_unique<net::LoggingTransport>(retrying, *env.err, *env.clock, env.global.verbose);
-    transport = logging.get();
-  }
-  oci::DockerConfigCredentials creds(env, oci::real_helper_runner(env));
-  oci::RegistryOptions ro;
-  ro.insecure_hosts = opts.insecure_registries;
-  oci::RegistryClient client(*transport, creds, ro);
+  RegistryStack registry(env, opts);
+  oci::RegistryClient& client = registry.client;
 
   // The base image: manifest and config only.
   const oci::Repo base_repo{base_ref.registry, base_ref.repository};
@@ -367,96 +523,75 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
     return result;
   }
 
-  // Push: blobs the registry lacks, then the manifest.
-  std::uint64_t present = 0;
-  for (const auto& l : img.layers) {
-    const std::string short_digest = l.desc.digest.substr(0, 19);
-    if (ws_streamed && l.desc.digest == ws_layer.digest) continue;
-    if (client.blob_exists(repo, l.desc.digest)) {
-      ++present;
-      continue;
-    }
-    if (l.local_path.empty()) {
-      if (base_repo.registry == repo.registry &&
-          client.mount_blob(repo, l.desc.digest, base_repo.repository)) {
-        progress.step("mounted base layer " + short_digest + " from " + base_repo.repository);
-        continue;
-      }
-      // Another registry: copy the base layer through a temporary file.
-      const std::string copy = tmp.path + "/" + oci::digest_hex(l.desc.digest);
-      {
-        std::FILE* f = std::fopen(copy.c_str(), "wb");
-        if (!f) throw Error("cannot write '" + copy + "'");
-        try {
-          client.download_blob(base_repo, l.desc.digest, [&](std::string_view d) {
-            if (std::fwrite(d.data(), 1, d.size(), f) != d.size())
-              throw Error("cannot write '" + copy + "'");
-          });
-        } catch (...) {
-          std::fclose(f);
-          throw;
-        }
-        std::fclose(f);
-      }
-      std::FILE* f = std::fopen(copy.c_str(), "rb");
-      client.upload_blob(repo, l.desc.digest, l.desc.size,
-                         [&](std::uint64_t off, char* buf, std::size_t len) -> std::size_t {
-                           if (::fseeko(f, static_cast<off_t>(off), SEEK_SET) != 0) return 0;
-                           return std::fread(buf, 1, len, f);
-                         });
-      std::fclose(f);
-      progress.step("copied base layer " + short_digest + " (" +
-                    human_bytes(static_cast<double>(l.desc.size)) + ")");
-      continue;
-    }
-    std::FILE* f = std::fopen(l.local_path.c_str(), "rb");
-    if (!f) throw Error("cannot read '" + l.local_path + "'");
-    const std::string what = "uploading " + short_digest;
-    try {
-      client.upload_blob(
-          repo, l.desc.digest, l.desc.size,
-          [&](std::uint64_t off, char* buf, std::size_t len) -> std::size_t {
-            if (::fseeko(f, static_cast<off_t>(off), SEEK_SET) != 0) return 0;
-            return std::fread(buf, 1, len, f);
-          },
-          [&](std::uint64_t n) { progress.bytes(what, n); });
-    } catch (...) {
-      std::fclose(f);
-      throw;
-    }
-    std::fclose(f);
-    progress.step("uploaded layer " + short_digest + " (" +
-                  human_bytes(static_cast<double>(l.desc.size)) + ")");
-  }
-  const oci::Descriptor cfg = img.config_descriptor();
-  if (!client.blob_exists(repo, cfg.digest)) {
-    const std::string bytes = img.config_bytes();
-    client.upload_blob(repo, cfg.digest, bytes.size(),
-                       [&](std::uint64_t off, char* buf, std::size_t len) -> std::size_t {
-                         if (off >= bytes.size()) return 0;
-                         std::size_t n =
-                             std::min(len, bytes.size() - static_cast<std::size_t>(off));
-                         std::memcpy(buf, bytes.data() + off, n);
-                         return n;
-                       });
-  }
-  const std::string manifest = img.manifest_bytes();
-  if (!client.manifest_exists(repo, digest)) {
-    client.put_manifest(repo, digest, oci::media::kOciManifest, manifest);
-  }
   std::vector<std::string> tags = opts.tags;
   if (!target.tag.empty()) tags.insert(tags.begin(), target.tag);
-  for (const auto& t : tags) client.put_manifest(repo, t, oci::media::kOciManifest, manifest);
-  result.bytes_uploaded = client.bytes_uploaded();
-  progress.step("pushed " + repo.str() + "@" + digest + ": uploaded " +
-                human_bytes(static_cast<double>(result.bytes_uploaded)) + ", " +
-                std::to_string(present) + " of " + std::to_string(img.layers.size()) +
-                " layers already there");
+  result.bytes_uploaded = push_image(client, img, repo, base_repo, tags,
+                                     ws_streamed ? ws_layer.digest : "", tmp.path, progress);
   result.reference = target.registry + "/" + target.repository + "@" + digest;
   return result;
 }
 
+BuildResult build_launcher_image(Env& env, const BuildOptions& opts) {
+  const ImageRef target = parse_image_ref(opts.launcher_image);
+  if (!target.digest.empty()) {
+    throw UsageError("--launcher-image " + opts.launcher_image +
+                     ": name a repository and tag to push to, not a digest");
+  }
+  Progress progress(env);
+  std::int64_t epoch = source_date_epoch(env);
+  oci::LayerOptions lo;
+  lo.compression = opts.compression == "zstd" ? oci::Compression::kZstd : oci::Compression::kGzip;
+  lo.mtime = epoch;
+  TempDir tmp;
+  lo.temp_dir = tmp.path;
+  if (!opts.no_cache) lo.cache_dir = cache_dir(env);
+  // FROM scratch: the launcher (and its GPU helper) at the root, nothing else. Static,
+  // so it runs there; its --install copies it into the pod's emptyDir.
+  oci::LayerBlob layer = make_launcher_layer(launcher_files(env), "",
+                                             opts.no_cache ? tmp.path : lo.cache_dir, lo, progress);
+  oci::Image scratch;
+  const auto parts = split_platform(opts.platform);
+  scratch.config = {{"architecture", parts[1]}, {"os", parts[0]}};
+  if (parts.size() > 2) scratch.config["variant"] = parts[2];
+  scratch.config["config"] = nlohmann::ordered_json::object();
+  oci::ConfigChanges ch;
+  ch.entrypoint = {"/ktrain-launch"};
+  ch.cmd = {"--help"};
+  ch.created = oci::rfc3339(epoch);
+  ch.labels.emplace_back("org.opencontainers.image.created", ch.created);
+  ch.labels.emplace_back("org.opencontainers.image.title", "ktrain-launch");
+  ch.labels.emplace_back("org.opencontainers.image.version", KTRAIN_VERSION);
+  ch.labels.emplace_back("org.opencontainers.image.description",
+                         "ktrain-launch, copied into pods whose image lacks it");
+  const oci::Image img = oci::append(scratch, {{layer, "COPY ktrain-launch /ktrain-launch"}}, ch);
+  BuildResult result;
+  result.digest = img.digest();
+
+  RegistryStack registry(env, opts);
+  const oci::Repo repo{target.registry, target.repository};
+  std::vector<std::string> tags = opts.tags;
+  tags.insert(tags.begin(), target.tag.empty() ? std::string(KTRAIN_VERSION) : target.tag);
+  if (!opts.output.empty()) {
+    const std::string dir = opts.output.substr(4);
+    oci::write_layout(dir, img, registry.client, repo, tags.front());
+    progress.step("wrote " + dir + " (OCI image layout)");
+    result.reference = "oci:" + dir + "@" + result.digest;
+    return result;
+  }
+  result.bytes_uploaded =
+      push_image(registry.client, img, repo, repo, tags, "", tmp.path, progress);
+  result.reference = target.registry + "/" + target.repository + "@" + result.digest;
+  return result;
+}
+
 int BuildOptions::run(Env& env) const {
+  if (!launcher_image.empty()) {
+    if (dockerfile) throw UsageError("--dockerfile and --launcher-image cannot be combined");
+    BuildResult r = build_launcher_image(env, *this);
+    *env.out << r.reference << "\n";
+    env.out->flush();
+    return exit_code::kOk;
+  }
   if (dockerfile) {
     const project::Project proj = project.load(env);
     if (!proj.image.build) throw UsageError(proj.file + ": image.build is not set");
@@ -480,6 +615,11 @@ void add_build_command(CLI::App& app, Env& env, CommandResult& result) {
   sub->add_option("--output", opts->output,
                   "Write an OCI image layout instead of pushing: oci:DIR");
   sub->add_flag("--dockerfile", opts->dockerfile, "Print an equivalent Dockerfile and exit");
+  sub->add_option("--launcher-image", opts->launcher_image,
+                  "Build the launcher image instead (FROM scratch: ktrain-launch and its GPU "
+                  "helper) and push it to REF (default tag: this version); no project file "
+                  "needed. Name it with launcher.image or KTRAIN_LAUNCHER_IMAGE")
+      ->type_name("REF");
   sub->add_option("--insecure-registry", opts->insecure_registries,
                   "Use plain HTTP for this registry host (localhost and 127.0.0.1 always do)");
   sub->add_option("--tag", opts->tags, "Also push under this tag (repeatable)");

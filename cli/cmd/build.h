@@ -13,9 +13,10 @@ namespace ktrain::cmd {
 /// The flags and resolved state of `ktrain build`.
 struct BuildOptions {
   ProjectFlags project;
-  std::string platform = "linux/amd64";          ///< --platform os/arch[/variant]
-  std::string output;                            ///< --output oci:DIR ("" = push)
-  bool dockerfile = false;                       ///< --dockerfile: print an equivalent Dockerfile
+  std::string platform = "linux/amd64";  ///< --platform os/arch[/variant]
+  std::string output;                    ///< --output oci:DIR ("" = push)
+  bool dockerfile = false;               ///< --dockerfile: print an equivalent Dockerfile
+  std::string launcher_image;            ///< --launcher-image REF: build the launcher image instead
   std::vector<std::string> insecure_registries;  ///< --insecure-registry HOST
   std::vector<std::string> tags;                 ///< --tag T: also push under these tags
   std::string compression = "gzip";              ///< --compression gzip|zstd
@@ -38,6 +39,10 @@ struct BuildResult {
 
 /// Builds and publishes the project's image (used by `build` and `submit --build`).
 BuildResult build_image(Env& env, const BuildOptions& opts);
+
+/// Builds and publishes the launcher image (FROM scratch, ktrain-launch at /) to
+/// opts.launcher_image.
+BuildResult build_launcher_image(Env& env, const BuildOptions& opts);
 
 /// Registers `ktrain build`.
 void add_build_command(CLI::App& app, Env& env, CommandResult& result);

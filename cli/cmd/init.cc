@@ -105,7 +105,12 @@ std::string init_project_text(const InitOptions& o) {
   s += "#   tolerations: [\"dedicated=ml:NoSchedule\"]\n\n";
   s += "# security:\n";
   s += "#   runAsUser: 1000\n";
-  s += "#   runAsNonRoot: true          # the default\n";
+  s += "#   runAsNonRoot: true          # the default\n\n";
+  s += "# launcher:                     # how the training container gets ktrain-launch\n";
+  s += "#   inject: auto                # auto: from an init container unless image.build made "
+       "the image | always | never\n";
+  s += "#   image: registry.example.com/ktrain/ktrain-launch:" KTRAIN_VERSION
+       "   # default: $KTRAIN_LAUNCHER_IMAGE, else ktrain's\n";
   return s;
 }
 

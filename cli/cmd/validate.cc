@@ -41,6 +41,7 @@ std::string project_summary(const project::Project& p) {
       for (const auto& s : t.sweep) runs *= static_cast<long>(s.values.size());
       out += ", sweep of " + plural(runs, "run");
     }
+    out += "; launcher " + render::launcher_plan(p, render::image_to_run(p, {})).reason;
   }
   if (auto u = p.security.user()) {
     if (!out.empty()) out += "; ";
@@ -93,6 +94,11 @@ int ValidateOptions::run(Env& env) const {
       j["valid"] = true;
       j["file"] = project.file;
       j["summary"] = project_summary(p);
+      if (p.train) {
+        const auto plan = render::launcher_plan(p, render::image_to_run(p, {}));
+        j["launcher"] = {{"inject", plan.inject}, {"reason", plan.reason}};
+        if (plan.inject) j["launcher"]["image"] = plan.image;
+      }
       j["problems"] = nlohmann::ordered_json::array();
       *env.out << j.dump(2) << "\n";
     } else if (!env.global.quiet) {

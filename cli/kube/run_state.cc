@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/timefmt.h"
+#include "render/render.h"
 
 namespace ktrain::kube {
 
@@ -77,6 +78,36 @@ const json* train_container_status(const json& pod) {
     if (c.value("name", "") == kTrainContainer) return &c;
   }
   return &cs[0];
+}
+
+/// The first init container of `pod` that keeps the others from starting: waiting
+/// with a reason (an image it cannot pull), or terminated with a non-zero code.
+const json* blocking_init_status(const json& pod) {
+  const auto& cs = at_path(pod, {"status", "initContainerStatuses"});
+  if (!cs.is_array()) return nullptr;
+  for (const auto& c : cs) {
+    const auto& state = at_path(c, {"state"});
+    if (const auto& t = at_path(state, {"terminated"}); t.is_object()) {
+      if (integer(at_path(t, {"exitCode"})) != 0) return &c;
+      continue;
+    }
+    if (const auto& w = at_path(state, {"waiting"}); w.is_object()) {
+      const std::string reason = w.value("reason", "");
+      return reason.empty() || reason == "PodInitializing" ? nullptr : &c;
+    }
+    return nullptr;  // running: the rest waits for it, as it should
+  }
+  return nullptr;
+}
+
+/// The image of init container `name` in `pod`'s spec ("" when there is none).
+std::string init_image(const json& pod, const std::string& name) {
+  const auto& cs = at_path(pod, {"spec", "initContainers"});
+  if (!cs.is_array()) return "";
+  for (const auto& c : cs) {
+    if (c.value("name", "") == name) return c.value("image", "");
+  }
+  return "";
 }
 
 int gpus_of(const json& container) {
@@ -227,6 +258,7 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
                      rs.summary.state == backend::RunState::kFailed;
   Grouped unschedulable, image_pull, config_error, oom, failed;
   std::map<int, std::string> image_of_rank;
+  std::set<int> launcher_image_ranks;  // ranks that cannot pull the launcher image
   const int n = std::max(rs.summary.nodes, newest.empty() ? 0 : newest.rbegin()->first + 1);
   for (int i = 0; i < n; ++i) {
     backend::RankStatus rank;
@@ -263,6 +295,26 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
         }
       }
     }
+    std::string init_name;  // the init container that holds this rank back
+    if (rank.reason.empty() || rank.reason == "PodInitializing" ||
+        rank.reason == "ContainerCreating" || rank.phase == "Failed") {
+      if (const json* ic = blocking_init_status(pod)) {
+        init_name = ic->value("name", "");
+        const auto& state = at_path(*ic, {"state"});
+        if (const auto& t = at_path(state, {"terminated"}); t.is_object()) {
+          rank.exit_code = integer(at_path(t, {"exitCode"}));
+          std::string msg = t.value("message", "");
+          while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+          rank.reason = "InitContainerFailed";
+          rank.message = "init container " + init_name + " exited " +
+                         std::to_string(*rank.exit_code) + (msg.empty() ? "" : ": " + msg);
+        } else {
+          const auto& w = at_path(state, {"waiting"});
+          rank.reason = w.value("reason", "");
+          rank.message = w.value("message", "");
+        }
+      }
+    }
     if (rank.phase == "Pending" && rank.reason.empty()) {
       if (const auto& conds = at_path(pod, {"status", "conditions"}); conds.is_array()) {
         for (const auto& c : conds) {
@@ -287,10 +339,15 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
       std::string msg = pod_event[rank.pod + "/Failed"];
       if (msg.empty()) msg = rank.message;
       if (msg.empty()) msg = rank.reason;
-      if (const json* c = train_container_spec(at_path(pod, {"spec"}))) {
+      if (!init_name.empty()) {
+        image_of_rank[i] = init_image(pod, init_name);
+        if (init_name == render::kLauncherContainer) launcher_image_ranks.insert(i);
+      } else if (const json* c = train_container_spec(at_path(pod, {"spec"}))) {
         image_of_rank[i] = c->value("image", "");
       }
       image_pull.add(msg, i);
+    } else if (rank.reason == "InitContainerFailed") {
+      config_error.add(rank.message, i);
     } else if (rank.reason == "CreateContainerConfigError" ||
                rank.reason == "CreateContainerError" || rank.reason == "RunContainerError") {
       config_error.add(rank.message.empty() ? rank.reason : rank.message, i);
@@ -329,6 +386,16 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
   for (const auto& msg : image_pull.order) {
     const auto& ranks = image_pull.ranks[msg];
     const std::string image = image_of_rank[ranks.front()];
+    if (launcher_image_ranks.count(ranks.front())) {
+      rs.explanations.push_back(
+          format_ranks(ranks) + " cannot pull the launcher image" +
+          (image.empty() ? "" : " " + image) + ": " + msg +
+          " (the image lacks ktrain-launch, so an init container copies it from the launcher "
+          "image: push one with 'ktrain build --launcher-image REF' and name it with "
+          "launcher.image or KTRAIN_LAUNCHER_IMAGE, or set launcher.inject: never if the "
+          "image has /opt/ktrain/bin/ktrain-launch)");
+      continue;
+    }
     rs.explanations.push_back(format_ranks(ranks) + " cannot pull the image" +
                               (image.empty() ? "" : " " + image) + ": " + msg +
                               " (check the name and tag, and imagePullSecrets for a private "

@@ -24,8 +24,10 @@ namespace {
 using Kind = Value::Kind;
 using Keys = std::vector<std::string>;
 
-const Keys kTopKeys = {"name",       "namespace", "labels", "image",  "train",
-                       "scheduling", "security",  "serve",  "patches"};
+const Keys kTopKeys = {"name",       "namespace", "labels",   "image", "train",
+                       "scheduling", "security",  "launcher", "serve", "patches"};
+const Keys kLauncherKeys = {"image", "inject"};
+const Keys kInjects = {"auto", "always", "never"};
 const Keys kImageKeys = {"ref", "pullSecrets", "build"};
 const Keys kBuildKeys = {"base", "repository", "context", "ignore", "workdir", "env"};
 const Keys kTrainKeys = {"command", "framework", "nodes",   "gpus",     "processesPerNode",
@@ -67,6 +69,7 @@ const std::vector<std::pair<std::string, const Keys*>>& sections() {
       {"scheduling", &kSchedulingKeys},
       {"scheduling.tolerations[]", &kTolerationKeys},
       {"security", &kSecurityKeys},
+      {"launcher", &kLauncherKeys},
       {"serve", &kServeKeys},
       {"serve.autoscale", &kAutoscaleKeys},
       {"serve.autoscale.metric", &kMetricKeys},
@@ -457,6 +460,7 @@ class ProjectParser {
     }
     if (const Value* v = field(root, "scheduling")) scheduling(*v, p.scheduling);
     if (const Value* v = field(root, "security")) security(*v, p.security);
+    if (const Value* v = field(root, "launcher")) launcher(*v, p.launcher);
     if (const Value* v = field(root, "serve")) {
       p.serve.emplace();
       serve(*v, *p.serve);
@@ -925,6 +929,25 @@ class ProjectParser {
     return t;
   }
 
+  void launcher(const Value& v, Launcher& l) {
+    if (!c_.map(v, "launcher", "{inject: auto, image: registry.example.com/ktrain/launch:0.1.0}"))
+      return;
+    c_.check_keys(v, "launcher", "launcher", kLauncherKeys);
+    if (const Value* x = field(v, "image")) {
+      if (auto s = c_.image(*x, "launcher.image")) {
+        l.image = *s;
+        l.image_from = "launcher.image";
+      }
+    }
+    if (const Value* x = field(v, "inject")) {
+      if (auto s = c_.one_of(*x, "launcher.inject", kInjects)) {
+        l.inject = *s == "always"  ? Launcher::Inject::kAlways
+                   : *s == "never" ? Launcher::Inject::kNever
+                                   : Launcher::Inject::kAuto;
+      }
+    }
+  }
+
   void security(const Value& v, Security& s) {
     if (!c_.map(v, "security", "{runAsUser: 1000}")) return;
     c_.check_keys(v, "security", "security", kSecurityKeys);
@@ -1337,7 +1360,17 @@ Project load_project(Env& env, const std::string& path, const std::vector<std::s
     std::filesystem::path abs = std::filesystem::absolute(path).lexically_normal();
     directory = abs.parent_path().string();
   }
-  return parse_project(text, path, directory, sets);
+  Project p = parse_project(text, path, directory, sets);
+  if (p.launcher.image_from == "default") {
+    if (auto e = env.var("KTRAIN_LAUNCHER_IMAGE"); e && !e->empty()) {
+      if (std::string problem = image_ref_problem(*e); !problem.empty()) {
+        throw UsageError("KTRAIN_LAUNCHER_IMAGE=" + *e + ": " + problem);
+      }
+      p.launcher.image = *e;
+      p.launcher.image_from = "KTRAIN_LAUNCHER_IMAGE";
+    }
+  }
+  return p;
 }
 
 }  // namespace ktrain::project

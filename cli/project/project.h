@@ -101,6 +101,25 @@ struct Scheduling {
   std::string runtime_class;
 };
 
+/// `launcher`: how the training container gets /opt/ktrain/bin/ktrain-launch.
+struct Launcher {
+  /// auto: injected unless the image is the one `image.build` makes; always; never (the
+  /// image has the launcher already).
+  enum class Inject { kAuto, kAlways, kNever };
+  Inject inject = Inject::kAuto;
+  /// The image the init container copies the launcher from: launcher.image, else
+  /// KTRAIN_LAUNCHER_IMAGE (read by load_project), else default_image().
+  std::string image = default_image();
+  /// Where `image` came from: "launcher.image", "KTRAIN_LAUNCHER_IMAGE" or "default".
+  std::string image_from = "default";
+
+  /// The launcher image of this release (`ktrain build --launcher-image REF` makes one).
+  static std::string default_image() {
+    return std::string(kDefaultRepository) + ":" + KTRAIN_VERSION;
+  }
+  static constexpr const char* kDefaultRepository = "ghcr.io/ktrain/ktrain-launch";
+};
+
 /// `security`.
 struct Security {
   /// The user and group when the project runs as non-root and names none: a
@@ -189,6 +208,7 @@ struct Project {
   std::optional<Train> train;
   Scheduling scheduling;
   Security security;
+  Launcher launcher;
   std::optional<Serve> serve;
   /// RFC 7386 merge patches, by rendered kind (Job, Service, Deployment, ...), in file order.
   std::vector<std::pair<std::string, nlohmann::ordered_json>> patches;

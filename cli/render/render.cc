@@ -11,6 +11,7 @@
 
 #include "base/env.h"
 #include "base/error.h"
+#include "base/image_ref.h"
 #include "base/names.h"
 #include "render/merge_patch.h"
 #include "render/templates.h"
@@ -363,17 +364,46 @@ void check_patched(const project::Project& project, const std::string& kind, con
 
 }  // namespace
 
+std::string image_to_run(const project::Project& project, const RenderOptions& options) {
+  std::string image = options.image.empty() ? project.image.ref : options.image;
+  if (image.empty() && project.image.build) image = project.image.build->repository;
+  if (image.empty()) {
+    throw UsageError("image: nothing to run: set image (or image.ref), or image.build");
+  }
+  return image;
+}
+
+LauncherPlan launcher_plan(const project::Project& project, const std::string& image) {
+  using Inject = project::Launcher::Inject;
+  const auto& l = project.launcher;
+  LauncherPlan plan;
+  if (l.inject == Inject::kNever) {
+    plan.reason = "in the image at " + std::string(kLauncherDir) + " (launcher.inject: never)";
+    return plan;
+  }
+  if (l.inject == Inject::kAuto && project.image.build) {
+    const ImageRef run = parse_image_ref(image);
+    const ImageRef built = parse_image_ref(project.image.build->repository);
+    if (run.name() == built.name()) {
+      plan.reason = "in the image (ktrain build puts it there: image.build)";
+      return plan;
+    }
+  }
+  plan.inject = true;
+  plan.image = l.image;
+  const std::string from = l.image_from == "default" ? "ktrain's default" : l.image_from;
+  plan.reason = "injected by an init container from " + l.image + " (" + from +
+                (l.inject == Inject::kAlways ? "; launcher.inject: always" : "") + ")";
+  return plan;
+}
+
 std::vector<std::string> render_each(const project::Project& project, const RenderOptions& options,
                                      const std::function<void(ordered_json&&)>& each) {
   std::vector<std::string> warnings;
   const std::string id = options.run_id.empty() ? default_run_id(project, options) : options.run_id;
   validate_run_id(project, id);
 
-  std::string image = options.image.empty() ? project.image.ref : options.image;
-  if (image.empty() && project.image.build) image = project.image.build->repository;
-  if (image.empty()) {
-    throw UsageError("image: nothing to run: set image (or image.ref), or image.build");
-  }
+  const std::string image = image_to_run(project, options);
   if (auto problem = image_pin_problem(image); !problem.empty()) warnings.push_back(problem);
 
   if (!project.train && !project.serve) {
@@ -381,8 +411,9 @@ std::vector<std::string> render_each(const project::Project& project, const Rend
   }
 
   TemplateSource templates(options);
-  detail::RenderContext ctx{
-      project, [&templates](const std::string& f) { return templates.load(f); }, image, &warnings};
+  detail::RenderContext ctx{project,
+                            [&templates](const std::string& f) { return templates.load(f); }, image,
+                            &warnings, launcher_plan(project, image)};
 
   // Each object is finished (nulls pruned, patches applied) and handed over before the
   // next run is rendered.

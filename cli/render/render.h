@@ -35,6 +35,11 @@ inline constexpr const char* kLabelSweep = "ktrain.dev/sweep";
 inline constexpr const char* kLabelKueueQueue = "kueue.x-k8s.io/queue-name";
 inline constexpr const char* kAnnotationVolcanoGroup = "scheduling.k8s.io/group-name";
 
+/// The init container that copies ktrain-launch into pods whose image lacks it, and
+/// where the training container finds the launcher.
+inline constexpr const char* kLauncherContainer = "ktrain-launcher";
+inline constexpr const char* kLauncherDir = "/opt/ktrain/bin";
+
 /// Ports of the training pods (launch-env.md).
 inline constexpr int kRdzvPort = 29400;
 inline constexpr int kMasterPort = 29500;
@@ -70,6 +75,22 @@ Rendered render_project(const project::Project& project, const RenderOptions& op
 /// run's objects at a time. Returns the warnings; throws as render_project does.
 std::vector<std::string> render_each(const project::Project& project, const RenderOptions& options,
                                      const std::function<void(nlohmann::ordered_json&&)>& each);
+
+/// The image every container runs: options.image, else image.ref, else the repository
+/// that image.build pushes to. Throws UsageError when there is none.
+std::string image_to_run(const project::Project& project, const RenderOptions& options);
+
+/// How a training run gets ktrain-launch.
+struct LauncherPlan {
+  bool inject = false;  ///< an init container copies it from `image` into an emptyDir
+  std::string image;    ///< the launcher image (when injected)
+  std::string reason;   ///< in words, for `validate`
+};
+
+/// The plan for running `image`: injected, unless launcher.inject is never, or is auto
+/// and `image` is in the repository that image.build pushes to (ktrain build bakes the
+/// launcher in).
+LauncherPlan launcher_plan(const project::Project& project, const std::string& image);
 
 /// The run name `<name>-<run_id>`.
 std::string run_name(const project::Project& project, const std::string& run_id);

@@ -114,6 +114,35 @@ void add_home_volume(ordered_json& pod, const std::string& name) {
   container["volumeMounts"].push_back({{"name", "home"}, {"mountPath", kHome}});
 }
 
+/// The launcher for an image that lacks it: an init container copies the static
+/// ktrain-launch from the launcher image (FROM scratch, no shell) into an emptyDir that
+/// the training container mounts read-only at kLauncherDir. Called last, as
+/// add_home_volume.
+void add_launcher_injection(ordered_json& pod, const RenderContext& ctx) {
+  if (!pod["volumes"].is_array()) pod["volumes"] = ordered_json::array();
+  pod["volumes"].push_back({{"name", kLauncherContainer}, {"emptyDir", {{"sizeLimit", "64Mi"}}}});
+  const ordered_json small = {{"cpu", "100m"}, {"memory", "64Mi"}};
+  ordered_json init = {
+      {"name", kLauncherContainer},
+      {"image", ctx.launcher.image},
+      {"imagePullPolicy", "IfNotPresent"},
+      {"command", ordered_json::array({"/ktrain-launch", "--install", kLauncherDir})},
+      {"resources", {{"limits", small}, {"requests", small}}},
+      {"volumeMounts",
+       ordered_json::array({{{"name", kLauncherContainer}, {"mountPath", kLauncherDir}}})},
+      {"securityContext",
+       {{"allowPrivilegeEscalation", false},
+        {"capabilities", {{"drop", ordered_json::array({"ALL"})}}}}},
+      {"terminationMessagePolicy", "FallbackToLogsOnError"}};
+  auto& inits = pod["initContainers"];
+  if (!inits.is_array()) inits = ordered_json::array();
+  inits.insert(inits.begin(), init);
+  auto& container = container_named(pod, "train");
+  if (!container["volumeMounts"].is_array()) container["volumeMounts"] = ordered_json::array();
+  container["volumeMounts"].push_back(
+      {{"name", kLauncherContainer}, {"mountPath", kLauncherDir}, {"readOnly", true}});
+}
+
 /// The container's security context: no privilege escalation, every capability
 /// dropped but those the project adds.
 void set_container_security(ordered_json& container, const project::Project& p) {
@@ -310,6 +339,7 @@ ordered_json render_job(const RenderContext& ctx, const std::string& run,
   set_container_security(c, p);
   c["terminationMessagePolicy"] = "FallbackToLogsOnError";
   if (needs_home(p)) add_home_volume(pod, "train");  // last: `c` moves
+  if (ctx.launcher.inject) add_launcher_injection(pod, ctx);
   return job;
 }
 

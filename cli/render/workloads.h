@@ -23,6 +23,7 @@ struct RenderContext {
   TemplateLoader load;
   std::string image;                   ///< the image every container runs
   std::vector<std::string>* warnings;  ///< where problems that are not fatal go
+  LauncherPlan launcher;               ///< how training pods get ktrain-launch
 };
 
 /// The labels of every object (and pod) of run `run`: ktrain's, then the project's.

@@ -160,6 +160,43 @@ skopeo inspect "oci:$work/ocidir" > /dev/null || fail "skopeo cannot read the la
 # --dockerfile.
 "$B/ktrain" build -f "$proj/ktrain.yaml" --dockerfile | grep -q "^FROM $REGISTRY/base:1$" || fail "--dockerfile"
 
+# --launcher-image: FROM scratch, ktrain-launch (and its GPU helper when built) at /,
+# pushed under the given tag; its --install copies it where pods mount it.
+lref=$("$B/ktrain" build --launcher-image "$REGISTRY/ktrain/launch:t1" 2> "$work/lerr") || { cat "$work/lerr"; fail "build --launcher-image"; }
+[[ $lref =~ ^$REGISTRY/ktrain/launch@sha256:[0-9a-f]{64}$ ]] || fail "launcher image reference '$lref'"
+skopeo inspect --no-tags --tls-verify=false "docker://$REGISTRY/ktrain/launch:t1" > "$work/linspect.json"
+skopeo inspect --no-tags --tls-verify=false --config "docker://$REGISTRY/ktrain/launch:t1" > "$work/lconfig.json"
+python3 - "$work/linspect.json" "$work/lconfig.json" "${lref#*@}" <<'PY' || fail "the launcher image is not as expected"
+import json, sys
+inspect, config, digest = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+assert inspect["Digest"] == digest, (inspect["Digest"], digest)
+assert len(inspect["Layers"]) == 1, inspect["Layers"]
+assert config["config"]["Entrypoint"] == ["/ktrain-launch"], config["config"]
+assert config["config"]["Labels"]["org.opencontainers.image.title"] == "ktrain-launch", config["config"]
+assert config["os"] == "linux" and config["architecture"] == "amd64", config
+PY
+skopeo copy --src-tls-verify=false "docker://$REGISTRY/ktrain/launch:t1" "oci:$work/loci:t1" > /dev/null
+umoci unpack --rootless --image "$work/loci:t1" "$work/lbundle" > /dev/null
+lfiles=$(cd "$work/lbundle/rootfs" && find . -mindepth 1 | sort | tr '\n' ' ')
+case "$lfiles" in
+  "./ktrain-launch " | "./ktrain-gpucheck ./ktrain-launch ") ;;
+  *) fail "the launcher image holds more than the launcher: $lfiles" ;;
+esac
+mkdir "$work/installed"
+"$work/lbundle/rootfs/ktrain-launch" --install "$work/installed" 2> "$work/linstall" || { cat "$work/linstall"; fail "--install"; }
+cmp "$work/installed/ktrain-launch" "$B/ktrain-launch" || fail "--install did not copy the launcher as it is"
+[ -x "$work/installed/ktrain-launch" ] || fail "the installed launcher is not executable"
+if "$work/lbundle/rootfs/ktrain-launch" --install "$work/nonexistent" 2> "$work/linstall"; then fail "--install into a missing folder succeeded"; fi
+grep -q "error: --install $work/nonexistent: No such file or directory" "$work/linstall" || fail "--install error: $(cat "$work/linstall")"
+# Rebuilt: the same digest, nothing uploaded again.
+before=$(count)
+lref2=$("$B/ktrain" build --launcher-image "$PROXY/ktrain/launch:t1" 2> /dev/null) || fail "launcher image rebuild"
+[ "${lref2#*@}" = "${lref#*@}" ] || fail "the launcher image is not reproducible: $lref vs $lref2"
+[ "$(count)" = "$before" ] || fail "the launcher image rebuild uploaded $(( $(count) - before )) bytes"
+if "$B/ktrain" build --launcher-image "Bad:Ref" 2> "$work/lerr"; then fail "a bad --launcher-image was accepted"; fi
+grep -q "^ktrain: error: --launcher-image Bad:Ref: " "$work/lerr" || fail "bad --launcher-image error: $(cat "$work/lerr")"
+echo "launcher image: $lref ($lfiles)"
+
 # runc runs ktrain-launch inside the image with two workers.
 if ! command -v runc > /dev/null; then
   echo "SKIP (runc sub-check): runc is not installed"

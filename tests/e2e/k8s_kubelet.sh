@@ -3,8 +3,9 @@
 # refusal with the reason and message a kubelet writes, read back with kubectl
 # and with ktrain status. ktrain's runs get a numeric non-root user, which the
 # kubelet accepts for root images too, or root when asked for. A stock image
-# without ktrain-launch still fails at start, as on a real cluster: launcher
-# injection is left to the issue "Day one on a real cluster".
+# without ktrain-launch runs through launcher injection (an init container
+# copies it from the launcher image); without injection it fails at start, as
+# on a real cluster.
 set -euo pipefail
 source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
 source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
@@ -19,7 +20,9 @@ cat >"$work/images.json" <<JSON
   "registry.example.com/stock/named:*": {"user": "ubuntu", "users": {"ubuntu": "1000:1000"}},
   "registry.example.com/stock/nolauncher:*": {"user": "1000", "workdir": "/workspace"},
   "registry.example.com/rootml/*": {"user": "", "workdir": "/workspace",
-    "files": {"/opt/ktrain/bin/ktrain-launch": "$launcher", "/workspace": "$work/ws"}}
+    "files": {"/opt/ktrain/bin/ktrain-launch": "$launcher", "/workspace": "$work/ws"}},
+  "ghcr.io/ktrain/ktrain-launch:*": {"user": "", "files": {"/ktrain-launch": "$launcher"}},
+  "registry.example.com/ktrain/launch:*": {"user": "", "files": {"/ktrain-launch": "$launcher"}}
 }
 JSON
 start_cluster --nodes 1 --gpus 8 --images "$work/images.json"
@@ -103,15 +106,50 @@ expect_eq "$(head -n 1 <<<"$out")" "[rank 0] uid=0 gid=0 home=/root" "security.r
 k_ok "validate as root" validate -f who.yaml --set security.runAsNonRoot=false
 expect_contains "$out" "runs as the image's user, root included (security.runAsNonRoot: false)" "validate says so"
 
-echo "== an image without ktrain-launch"
-# (Left to launcher injection: a stock image has no ktrain-launch.)
-project bare nvcr.io/nvidia/pytorch:24.08-py3
-k submit -f bare.yaml --run-id a --wait --timeout 60s
+echo "== a stock image without ktrain-launch: the launcher is injected"
+cat >"$work/bare.yaml" <<'YAML'
+name: bare
+image: nvcr.io/nvidia/pytorch:24.08-py3
+train:
+  command: [python3, -c, "import os; print('stock image, uid', os.getuid(), 'in', os.getcwd())"]
+  framework: pytorch
+  nodes: 1
+  gpus: 0
+  preflight: "off"
+YAML
+export KTRAIN_LAUNCHER_IMAGE=registry.example.com/ktrain/launch:1
+k_ok "validate bare" validate -f bare.yaml
+expect_contains "$out" "launcher injected by an init container from registry.example.com/ktrain/launch:1 (KTRAIN_LAUNCHER_IMAGE)" \
+  "validate says how the run gets its launcher"
+k_ok "submit bare" submit -f bare.yaml --run-id a --wait --timeout 60s
+k_ok "logs bare" logs bare-a
+expect_eq "$out" "[rank 0] stock image, uid 1000 in /workspace" "a stock image (no launcher) runs through injection"
+pod="$(kubectl get pods -l ktrain.dev/run=bare-a -o jsonpath='{.items[0].metadata.name}')"
+expect_eq "$(kubectl get pod "$pod" -o jsonpath='{.status.initContainerStatuses[0].name} {.status.initContainerStatuses[0].state.terminated.exitCode}')" \
+  "ktrain-launcher 0" "the init container copied the launcher and exited 0"
+expect_contains "$(kubectl logs "$pod" -c ktrain-launcher)" "installed in /opt/ktrain/bin" "its log says where"
+unset KTRAIN_LAUNCHER_IMAGE
+k_ok "submit bare with the default launcher image" submit -f bare.yaml --run-id d --wait --timeout 60s
+expect_eq "$(kubectl get pods -l ktrain.dev/run=bare-d -o jsonpath='{.items[0].spec.initContainers[0].image}')" \
+  "ghcr.io/ktrain/ktrain-launch:$("$ktrain" --version | cut -d' ' -f2)" \
+  "without KTRAIN_LAUNCHER_IMAGE: the launcher image of this version"
+
+echo "== without injection, the old failure"
+k submit -f bare.yaml --run-id n --set launcher.inject=never --wait --timeout 60s
 expect_eq "$rc" "1" "a run whose image lacks the launcher fails"
-term="$(kubectl get pods -l ktrain.dev/run=bare-a -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.reason} {.items[0].status.containerStatuses[0].state.terminated.exitCode}')"
+term="$(kubectl get pods -l ktrain.dev/run=bare-n -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.reason} {.items[0].status.containerStatuses[0].state.terminated.exitCode}')"
 expect_eq "$term" "StartError 128" "the container did not start: StartError, exit code 128"
-expect_contains "$(kubectl get pods -l ktrain.dev/run=bare-a -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.message}')" \
+expect_contains "$(kubectl get pods -l ktrain.dev/run=bare-n -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.message}')" \
   'exec: "/opt/ktrain/bin/ktrain-launch": stat /opt/ktrain/bin/ktrain-launch: no such file or directory' "the runtime's message"
+
+echo "== a launcher image that cannot be pulled"
+k_ok "submit with a missing launcher image" submit -f bare.yaml --run-id m --set launcher.image=registry.example.com/ktrain/missing:1
+k8s_wait "the init container's ErrImagePull" 60 sh -c \
+  "kubectl get pods -l ktrain.dev/run=bare-m -o jsonpath='{.items[0].status.initContainerStatuses[0].state.waiting.reason}' | grep -q ImagePull"
+k_ok "status bare-m" status bare-m
+expect_contains "$out" "rank 0 cannot pull the launcher image registry.example.com/ktrain/missing:1" "status names the launcher image"
+expect_contains "$out" "ktrain build --launcher-image REF" "and says how to make one"
+k_ok "delete bare-m" delete bare-m
 
 echo "== Secrets and ConfigMaps that are not there"
 kubectl apply -f - >/dev/null <<'YAML'

@@ -2,7 +2,7 @@
 # it after cluster.bash: it makes $work (removed on exit, after the cluster
 # stops), $work/ws (the images' /workspace) and $work/images.json, which
 # describes the images registry.example.com/ml/* (user 1000, ktrain-launch
-# baked in, as `ktrain build` makes them).
+# baked in, as `ktrain build` makes them) and ktrain's default launcher image.
 source "${KTRAIN_SOURCE:-.}/tests/fixtures/apiserver/testlib.bash"
 ktrain="$KTRAIN_BUILD/ktrain"
 [ -x "$ktrain" ] || fail "$ktrain not built"
@@ -12,10 +12,13 @@ case "$launcher" in /*) ;; *) launcher="$PWD/$launcher" ;; esac
 work="$(mktemp -d /tmp/ktrain-k8s-test.XXXXXX)"
 mkdir -p "$work/ws"
 export NO_COLOR=1 LC_ALL=C
+# The projects name these images without image.build, so their pods get the
+# launcher from ktrain's default launcher image (FROM scratch: /ktrain-launch).
 cat >"$work/images.json" <<JSON
 {
   "registry.example.com/ml/*": {"user": "1000", "workdir": "/workspace",
-    "files": {"/opt/ktrain/bin/ktrain-launch": "$launcher", "/workspace": "$work/ws"}}
+    "files": {"/opt/ktrain/bin/ktrain-launch": "$launcher", "/workspace": "$work/ws"}},
+  "ghcr.io/ktrain/ktrain-launch:*": {"user": "", "files": {"/ktrain-launch": "$launcher"}}
 }
 JSON
 k8s_test_cleanup() {

@@ -16,7 +16,20 @@ mkdir my_Project && cd my_Project
 grep -q '^name: my-project ' ktrain.yaml || fail "name not derived from the folder: $(grep ^name ktrain.yaml)"
 grep -q '^#' ktrain.yaml || fail "the file has no comments"
 out=$("$ktrain" validate) || fail "validate rejected the file init wrote"
-[ "$out" = "ktrain.yaml: valid (train: 2 nodes x 8 GPUs, pytorch; runs as user 1000:1000)" ] || fail "validate printed: $out"
+version=$("$ktrain" --version | cut -d' ' -f2)
+# A stock image (init proposes NGC's PyTorch): the launcher is injected, from this version's image.
+[ "$out" = "ktrain.yaml: valid (train: 2 nodes x 8 GPUs, pytorch; launcher injected by an init container from ghcr.io/ktrain/ktrain-launch:$version (ktrain's default); runs as user 1000:1000)" ] || fail "validate printed: $out"
+out=$(KTRAIN_LAUNCHER_IMAGE=registry.example.com/mirror/launch:3 "$ktrain" validate -o json)
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["launcher"] == {"inject": True, "reason": "injected by an init container from registry.example.com/mirror/launch:3 (KTRAIN_LAUNCHER_IMAGE)", "image": "registry.example.com/mirror/launch:3"}, d' "$out" ||
+  fail "validate -o json with KTRAIN_LAUNCHER_IMAGE: $out"
+set +e
+KTRAIN_LAUNCHER_IMAGE='Bad:Ref' "$ktrain" validate >"$work/out" 2>"$work/err"
+status=$?
+set -e
+[ "$status" = 2 ] || fail "a bad KTRAIN_LAUNCHER_IMAGE: exit $status, expected 2"
+grep -q "^ktrain: error: KTRAIN_LAUNCHER_IMAGE=Bad:Ref: " "$work/err" || fail "a bad KTRAIN_LAUNCHER_IMAGE: $(cat "$work/err")"
+out=$("$ktrain" validate --set launcher.inject=never)
+case "$out" in *"launcher in the image at /opt/ktrain/bin (launcher.inject: never)"*) ;; *) fail "inject: never: $out" ;; esac
 
 # Refuses to overwrite; the file is unchanged.
 cp ktrain.yaml "$work/before"

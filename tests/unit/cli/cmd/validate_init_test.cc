@@ -55,7 +55,11 @@ TEST_CASE("validate: a valid file prints a one-line summary and exits 0") {
   fs.files["ktrain.yaml"] = kValid;
   auto r = run(fs, {"validate"});
   CHECK(r.status == 0);
-  CHECK(r.out == "ktrain.yaml: valid (train: 2 nodes x 4 GPUs, pytorch; runs as user 1000:1000)\n");
+  CHECK(r.out ==
+        "ktrain.yaml: valid (train: 2 nodes x 4 GPUs, pytorch; launcher injected by an init "
+        "container from "
+        "ghcr.io/ktrain/ktrain-launch:" KTRAIN_VERSION
+        " (ktrain's default); runs as user 1000:1000)\n");
   CHECK(r.err.empty());
   auto q = run(fs, {"validate", "-q"});
   CHECK(q.status == 0);
@@ -76,7 +80,11 @@ TEST_CASE("validate: --set overrides are validated too") {
   fs.files["ktrain.yaml"] = kValid;
   auto ok = run(fs, {"validate", "--set", "train.nodes=8", "--set", "train.gpus=1"});
   CHECK(ok.status == 0);
-  CHECK(ok.out == "ktrain.yaml: valid (train: 8 nodes x 1 GPU, pytorch; runs as user 1000:1000)\n");
+  CHECK(ok.out ==
+        "ktrain.yaml: valid (train: 8 nodes x 1 GPU, pytorch; launcher injected by an init "
+        "container from "
+        "ghcr.io/ktrain/ktrain-launch:" KTRAIN_VERSION
+        " (ktrain's default); runs as user 1000:1000)\n");
   auto bad = run(fs, {"validate", "--set", "train.nodes=abc"});
   CHECK(bad.status == 2);
   CHECK(bad.err ==
@@ -114,7 +122,11 @@ TEST_CASE("validate: missing file, directory, stdin") {
   CHECK(dir.err == "proj: is a directory, not a project file; try -f proj/ktrain.yaml\n");
   auto in = run(fs, {"validate", "-f", "-"}, kValid);
   CHECK(in.status == 0);
-  CHECK(in.out == "<stdin>: valid (train: 2 nodes x 4 GPUs, pytorch; runs as user 1000:1000)\n");
+  CHECK(in.out ==
+        "<stdin>: valid (train: 2 nodes x 4 GPUs, pytorch; launcher injected by an init container "
+        "from "
+        "ghcr.io/ktrain/ktrain-launch:" KTRAIN_VERSION
+        " (ktrain's default); runs as user 1000:1000)\n");
 }
 
 TEST_CASE("init: writes a commented file that validates; refuses to overwrite without --force") {

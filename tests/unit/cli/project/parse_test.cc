@@ -316,7 +316,7 @@ TEST_CASE("parse: unknown keys, with suggestions") {
         "ktrain.yaml:5:1: gpus: unknown key; did you mean `train.gpus`?");
   CHECK(problem(std::string(kMinimal) + "zzz: 1\n") ==
         "ktrain.yaml:5:1: zzz: unknown key; expected one of: name, namespace, labels, image, "
-        "train, scheduling, security, serve, patches");
+        "train, scheduling, security, launcher, serve, patches");
   CHECK(problem(std::string(kMinimal) + "scheduling: {nodeselector: {a: b}}\n") ==
         "ktrain.yaml:5:14: scheduling.nodeselector: unknown key; did you mean "
         "`scheduling.nodeSelector`?");
@@ -553,4 +553,25 @@ TEST_CASE("parse: every prefix of the complete example either parses or gives pr
       for (const auto& p : e.problems()) CHECK_FALSE(p.message.empty());
     }
   }
+}
+
+TEST_CASE("parse: launcher: where the launcher comes from") {
+  auto p = parse(kMinimal);
+  CHECK(p.launcher.inject == ktrain::project::Launcher::Inject::kAuto);
+  CHECK(p.launcher.image == std::string("ghcr.io/ktrain/ktrain-launch:") + KTRAIN_VERSION);
+  CHECK(p.launcher.image_from == "default");
+  p = parse(std::string(kMinimal) +
+            "launcher: {image: registry.example.com/mirror/launch:2, inject: always}\n");
+  CHECK(p.launcher.inject == ktrain::project::Launcher::Inject::kAlways);
+  CHECK(p.launcher.image == "registry.example.com/mirror/launch:2");
+  CHECK(p.launcher.image_from == "launcher.image");
+  CHECK(parse(kMinimal, {"launcher.inject=never"}).launcher.inject ==
+        ktrain::project::Launcher::Inject::kNever);
+  CHECK(problem(std::string(kMinimal) + "launcher: {inject: sometimes}\n") ==
+        "ktrain.yaml:5:20: launcher.inject: expected one of auto | always | never, found "
+        "\"sometimes\"");
+  CHECK(problem(std::string(kMinimal) + "launcher: {imgae: a:1}\n") ==
+        "ktrain.yaml:5:12: launcher.imgae: unknown key; did you mean `launcher.image`?");
+  CHECK(problem(std::string(kMinimal) + "launcher: yes\n").find("launcher: expected") !=
+        std::string::npos);
 }

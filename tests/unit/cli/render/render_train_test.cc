@@ -60,7 +60,7 @@ TEST_CASE("render: shm is a memory-backed emptyDir mounted at /dev/shm") {
   auto r = render_fixed(p);
   const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
   const auto& vols = pod["volumes"];
-  REQUIRE(vols.size() == 2);  // /dev/shm, then HOME
+  REQUIRE(vols.size() == 3);  // /dev/shm, then HOME, then the injected launcher
   const auto& vol = vols[0];
   CHECK(vol["emptyDir"]["medium"] == "Memory");
   CHECK(vol["emptyDir"]["sizeLimit"] == "64Gi");
@@ -69,19 +69,89 @@ TEST_CASE("render: shm is a memory-backed emptyDir mounted at /dev/shm") {
   CHECK(mount["name"] == vol["name"]);
 }
 
-TEST_CASE("render: no shm and no volumes: only the writable HOME of the non-root user") {
+TEST_CASE(
+    "render: no shm and no volumes: the writable HOME of the non-root user and the launcher") {
+  const ordered_json launcher_volume = {{"name", "ktrain-launcher"},
+                                        {"emptyDir", {{"sizeLimit", "64Mi"}}}};
+  const ordered_json launcher_mount = {
+      {"name", "ktrain-launcher"}, {"mountPath", "/opt/ktrain/bin"}, {"readOnly", true}};
   auto r = render_fixed(train_project());
   const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
   CHECK(pod["volumes"] ==
-        ordered_json::array({{{"name", "home"}, {"emptyDir", ordered_json::object()}}}));
+        ordered_json::array(
+            {{{"name", "home"}, {"emptyDir", ordered_json::object()}}, launcher_volume}));
   CHECK(pod["containers"][0]["volumeMounts"] ==
-        ordered_json::array({{{"name", "home"}, {"mountPath", "/home/ktrain"}}}));
+        ordered_json::array({{{"name", "home"}, {"mountPath", "/home/ktrain"}}, launcher_mount}));
   auto p = train_project();
   p.security.run_as_non_root = false;
   auto root = render_fixed(p);
   const auto& rpod = object_of(root, "Job")["spec"]["template"]["spec"];
-  CHECK_FALSE(rpod.contains("volumes"));
-  CHECK_FALSE(rpod["containers"][0].contains("volumeMounts"));
+  CHECK(rpod["volumes"] == ordered_json::array({launcher_volume}));
+  CHECK(rpod["containers"][0]["volumeMounts"] == ordered_json::array({launcher_mount}));
+  p.launcher.inject = project::Launcher::Inject::kNever;
+  auto bare = render_fixed(p);
+  const auto& bpod = object_of(bare, "Job")["spec"]["template"]["spec"];
+  CHECK_FALSE(bpod.contains("volumes"));
+  CHECK_FALSE(bpod["containers"][0].contains("volumeMounts"));
+}
+
+TEST_CASE("render: an image without the launcher gets it from an init container") {
+  auto p = train_project();
+  auto r = render_fixed(p);
+  const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
+  REQUIRE(pod["initContainers"].size() == 1);
+  const auto& init = pod["initContainers"][0];
+  CHECK(init["name"] == "ktrain-launcher");
+  CHECK(init["image"] == project::Launcher::default_image());
+  CHECK(init["image"] == std::string("ghcr.io/ktrain/ktrain-launch:") + KTRAIN_VERSION);
+  CHECK(init["imagePullPolicy"] == "IfNotPresent");
+  CHECK(init["command"] == ordered_json::array({"/ktrain-launch", "--install", "/opt/ktrain/bin"}));
+  CHECK(init["volumeMounts"] ==
+        ordered_json::array({{{"name", "ktrain-launcher"}, {"mountPath", "/opt/ktrain/bin"}}}));
+  // Limits too: a namespace whose quota asks for them admits the pod.
+  CHECK(init["resources"]["limits"] == ordered_json({{"cpu", "100m"}, {"memory", "64Mi"}}));
+  CHECK(init["resources"]["requests"] == init["resources"]["limits"]);
+  CHECK(init["securityContext"]["allowPrivilegeEscalation"] == false);
+  CHECK(init["securityContext"]["capabilities"]["drop"] == ordered_json::array({"ALL"}));
+  // The training container is still started by the launcher, now from the volume.
+  CHECK(pod["containers"][0]["command"][0] == "/opt/ktrain/bin/ktrain-launch");
+
+  p.launcher.image = "registry.example.com/mirror/ktrain-launch:7";
+  p.launcher.image_from = "launcher.image";
+  auto own = render_fixed(p);
+  CHECK(object_of(own, "Job")["spec"]["template"]["spec"]["initContainers"][0]["image"] ==
+        "registry.example.com/mirror/ktrain-launch:7");
+  auto plan = launcher_plan(p, p.image.ref);
+  CHECK(plan.inject);
+  CHECK(plan.reason ==
+        "injected by an init container from registry.example.com/mirror/ktrain-launch:7 "
+        "(launcher.image)");
+}
+
+TEST_CASE("render: the image that image.build makes has the launcher: nothing injected") {
+  auto p = train_project();
+  p.image.build.emplace();
+  p.image.build->base = "nvcr.io/nvidia/pytorch:24.08-py3";
+  p.image.build->repository = "registry.example.com/ml/resnet";
+  p.image.ref = "";
+  auto r = render_fixed(p);
+  const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
+  CHECK_FALSE(pod.contains("initContainers"));
+  CHECK(launcher_plan(p, "registry.example.com/ml/resnet@sha256:" + std::string(64, 'a')).reason ==
+        "in the image (ktrain build puts it there: image.build)");
+  // Another image than the one built (image.ref elsewhere) gets the launcher injected.
+  p.image.ref = "docker.io/library/python:3.12-slim";
+  CHECK(launcher_plan(p, p.image.ref).inject);
+  // inject: always injects even into the built image; never, never.
+  p.image.ref = "registry.example.com/ml/resnet:v1";
+  CHECK_FALSE(launcher_plan(p, p.image.ref).inject);
+  p.launcher.inject = project::Launcher::Inject::kAlways;
+  CHECK(launcher_plan(p, p.image.ref).inject);
+  CHECK(launcher_plan(p, p.image.ref).reason.find("launcher.inject: always") != std::string::npos);
+  p.launcher.inject = project::Launcher::Inject::kNever;
+  auto never = launcher_plan(p, "docker.io/library/python:3.12-slim");
+  CHECK_FALSE(never.inject);
+  CHECK(never.reason == "in the image at /opt/ktrain/bin (launcher.inject: never)");
 }
 
 TEST_CASE(
@@ -140,8 +210,9 @@ TEST_CASE("render: volumes map to claims, configMaps, secrets and emptyDirs with
   const auto& pod = object_of(r, "Job")["spec"]["template"]["spec"];
   const auto& v = pod["volumes"];
   const auto& m = pod["containers"][0]["volumeMounts"];
-  REQUIRE(v.size() == 6);  // and HOME, last
+  REQUIRE(v.size() == 7);  // and HOME, and the launcher, last
   CHECK(v[5]["name"] == "home");
+  CHECK(v[6]["name"] == "ktrain-launcher");
   CHECK(v[0]["persistentVolumeClaim"] ==
         ordered_json({{"claimName", "imagenet"}, {"readOnly", true}}));
   CHECK(m[0]["readOnly"] == true);
