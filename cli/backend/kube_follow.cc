@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -103,6 +104,9 @@ struct PodView {
   std::string phase;
   ContainerState state = ContainerState::kNone;
   bool deleted = false;
+  std::string blocked;       ///< why its container cannot start ("" when nothing is wrong)
+  std::string blocked_key;   ///< the kind of `blocked` (ImagePullBackOff counts as ErrImagePull)
+  std::string blocked_told;  ///< the blocked_key last told the user
 };
 
 ContainerState container_state(const json& pod, const std::string& container) {
@@ -119,6 +123,56 @@ ContainerState container_state(const json& pod, const std::string& container) {
     if (state->contains("waiting")) return ContainerState::kWaiting;
   }
   return ContainerState::kNone;
+}
+
+/// Why `container` of `pod` cannot start, in words, and the kind of problem (for
+/// telling it once): a waiting reason other than the usual ones on the way to running,
+/// or an init container that cannot pull its image or failed. ("", "") when none.
+std::pair<std::string, std::string> blocked_start(const json& pod, const std::string& container) {
+  auto st = pod.find("status");
+  if (st == pod.end() || !st->is_object()) return {};
+  auto key_of = [](const std::string& reason) {
+    return reason == "ImagePullBackOff" ? std::string("ErrImagePull") : reason;
+  };
+  auto waiting_text = [](const json& w) {
+    std::string text = w.value("reason", "");
+    if (auto m = w.value("message", ""); !m.empty()) text += ": " + m;
+    return text;
+  };
+  if (auto cs = st->find("containerStatuses"); cs != st->end() && cs->is_array()) {
+    for (const auto& c : *cs) {
+      if (!c.is_object() || c.value("name", "") != container) continue;
+      auto state = c.find("state");
+      if (state == c.end() || !state->is_object()) break;
+      auto w = state->find("waiting");
+      if (w == state->end() || !w->is_object()) return {};
+      const std::string reason = w->value("reason", "");
+      if (!reason.empty() && reason != "ContainerCreating" && reason != "PodInitializing") {
+        return {waiting_text(*w), key_of(reason)};
+      }
+    }
+  }
+  if (auto ics = st->find("initContainerStatuses"); ics != st->end() && ics->is_array()) {
+    for (const auto& c : *ics) {
+      if (!c.is_object()) continue;
+      const std::string name = c.value("name", "");
+      auto state = c.find("state");
+      if (state == c.end() || !state->is_object()) return {};
+      if (auto t = state->find("terminated"); t != state->end() && t->is_object()) {
+        const int code = t->value("exitCode", 0);
+        if (code == 0) continue;
+        return {"init container " + name + " exited " + std::to_string(code),
+                "init:" + name + ":exit"};
+      }
+      auto w = state->find("waiting");
+      if (w == state->end() || !w->is_object()) return {};
+      const std::string reason = w->value("reason", "");
+      if (reason.empty() || reason == "PodInitializing") return {};
+      return {"init container " + name + ": " + waiting_text(*w),
+              "init:" + name + ":" + key_of(reason)};
+    }
+  }
+  return {};
 }
 
 /// Follows one run; see follow_kube_logs.
@@ -303,6 +357,7 @@ class Follower {
     }
     const auto cs = container_state(pod, container_);
     if (cs != ContainerState::kNone) pv.state = cs;
+    std::tie(pv.blocked, pv.blocked_key) = blocked_start(pod, container_);
     if (deleted) pv.deleted = true;
   }
 
@@ -407,16 +462,30 @@ class Follower {
 
   /// Waits until the pod's container has started (or the pod ended or went away);
   /// false when the follow stops first.
+  /// While it waits, says once why the container cannot start (an image that cannot be
+  /// pulled, a missing Secret, a failed init container), rather than waiting in silence.
   bool wait_started(const std::string& uid) {
     std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait(lk, [&] {
-      if (stop_) return true;
-      const PodView& pv = pods_[uid];
-      return pv.deleted || pv.state == ContainerState::kRunning ||
-             pv.state == ContainerState::kTerminated || pv.phase == "Succeeded" ||
-             pv.phase == "Failed";
-    });
-    return !stop_;
+    for (;;) {
+      bool tell = false;
+      cv_.wait(lk, [&] {
+        if (stop_) return true;
+        const PodView& pv = pods_[uid];
+        tell = !pv.blocked_key.empty() && pv.blocked_key != pv.blocked_told;
+        return tell || pv.deleted || pv.state == ContainerState::kRunning ||
+               pv.state == ContainerState::kTerminated || pv.phase == "Succeeded" ||
+               pv.phase == "Failed";
+      });
+      if (stop_ || !tell) return !stop_;
+      PodView& pv = pods_[uid];
+      pv.blocked_told = pv.blocked_key;
+      const std::string text = "node " + std::to_string(pv.index) + " (pod " + pv.name +
+                               ") cannot start yet: " + pv.blocked;
+      const int index = pv.index;
+      lk.unlock();
+      notice(index, text);
+      lk.lock();
+    }
   }
 
   /// Waits (at most kSettleWait) until the pod watch shows the pod's container

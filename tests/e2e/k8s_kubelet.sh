@@ -149,6 +149,15 @@ k8s_wait "the init container's ErrImagePull" 60 sh -c \
 k_ok "status bare-m" status bare-m
 expect_contains "$out" "rank 0 cannot pull the launcher image registry.example.com/ktrain/missing:1" "status names the launcher image"
 expect_contains "$out" "ktrain build --launcher-image REF" "and says how to make one"
+# logs -f waits for the container, saying once why it cannot start.
+set +e
+timeout 10 "$ktrain" logs -f bare-m >"$work/follow.out" 2>&1
+set -e
+expect_contains "$(cat "$work/follow.out")" \
+  "node 0 (pod $(kubectl get pods -l ktrain.dev/run=bare-m -o jsonpath='{.items[0].metadata.name}')) cannot start yet: init container ktrain-launcher: " \
+  "logs -f says why it waits"
+expect_contains "$(cat "$work/follow.out")" 'registry.example.com/ktrain/missing:1' "naming the image"
+expect_eq "$(grep -c "cannot start yet" "$work/follow.out")" "1" "once, though the kubelet goes between ErrImagePull and ImagePullBackOff"
 k_ok "delete bare-m" delete bare-m
 
 echo "== Secrets and ConfigMaps that are not there"
@@ -240,5 +249,8 @@ expect_contains "$(kubectl get events --field-selector involvedObject.name=unwel
 echo "== an image nobody has"
 kubectl run nosuch --image=registry.example.com/nowhere/x:1 --restart=Never -l t=nosuch >/dev/null
 wait_reason t=nosuch ErrImagePull
-expect_contains "$(waiting t=nosuch)" 'failed to pull and unpack image "registry.example.com/nowhere/x:1"' "ErrImagePull"
+wait_reason t=nosuch ImagePullBackOff
+expect_eq "$(waiting t=nosuch)" 'ImagePullBackOff: Back-off pulling image "registry.example.com/nowhere/x:1"' "then ImagePullBackOff, as the kubelet backs off"
+expect_contains "$(kubectl get events --field-selector involvedObject.name=nosuch,reason=Failed -o jsonpath='{.items[0].message}')" \
+  'failed to pull and unpack image "registry.example.com/nowhere/x:1"' "the pull's failure in the kubelet's event"
 echo "PASS"
