@@ -42,6 +42,7 @@ constexpr OwnedKind kOwnedKinds[] = {
     {"v1", "Secret", false},
     {"apps/v1", "Deployment", false},
     {"autoscaling/v2", "HorizontalPodAutoscaler", true},
+    {"policy/v1", "PodDisruptionBudget", true},
 };
 
 /// The step of apply order an object belongs to: Secrets first, then what the Job's
@@ -198,9 +199,13 @@ KubeBackend::PreparedObject KubeBackend::prepare(const ordered_json& obj, bool d
     obj_ns = (*md)["namespace"].get<std::string>();
   }
   p.path = kube::object_path(type, obj_ns, name_of(obj));
-  p.is_job = kind == "Job";
-  p.owned_by_job = !label_of(obj, kRunLabel).empty() &&
-                   (kind == "Secret" || kind == "Service" || kind == "PodGroup");
+  const bool of_run = !label_of(obj, kRunLabel).empty();
+  if (of_run && (kind == "Job" || kind == "Deployment")) {
+    p.owner_kind = kind;
+    p.owner_api = obj.value("apiVersion", "");
+  }
+  p.owned = of_run && (kind == "Secret" || kind == "Service" || kind == "PodGroup" ||
+                       kind == "HorizontalPodAutoscaler" || kind == "PodDisruptionBudget");
   if (kind == "Secret") {
     // Created once: a second submit keeps the token the running pods already have.
     p.spec.method = "POST";
@@ -262,15 +267,17 @@ std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_ru
     } catch (const std::exception&) {
       return;  // an answer without the uid: nothing to own them by
     }
-    const std::string& job_ref = a.objects[job_index].ref;
-    const std::string job_name = job_ref.substr(job_ref.find('/') + 1);
+    const PreparedObject& owner = a.objects[job_index];
+    const std::string owner_name = owner.ref.substr(owner.ref.find('/') + 1);
     ordered_json patch;
-    patch["metadata"]["ownerReferences"] = ordered_json::array(
-        {{{"apiVersion", "batch/v1"}, {"kind", "Job"}, {"name", job_name}, {"uid", uid}}});
+    patch["metadata"]["ownerReferences"] = ordered_json::array({{{"apiVersion", owner.owner_api},
+                                                                 {"kind", owner.owner_kind},
+                                                                 {"name", owner_name},
+                                                                 {"uid", uid}}});
     const std::string body = patch.dump();
     const size_t n = a.objects.size();
     for (size_t i = 0; i < n; ++i) {
-      if (!a.objects[i].owned_by_job) continue;
+      if (!a.objects[i].owned) continue;
       PreparedObject o;
       o.step = 3;
       o.ref = a.objects[i].ref;
@@ -403,7 +410,7 @@ std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_ru
       }
       if (!obj.owner_patch) done.push_back({obj.step, group->order[index], obj.ref});
       // (This adds to the group's objects: `obj` is not to be used after it.)
-      if (obj.is_job && !dry_run) add_owner_patches(*group, index, resp);
+      if (!obj.owner_kind.empty() && !dry_run) add_owner_patches(*group, index, resp);
     }
     if (first) {
       feed.stop();

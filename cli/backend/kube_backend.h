@@ -78,11 +78,13 @@ class KubeBackend : public Backend {
     std::string ref;   ///< kind/name, for messages
     std::string path;  ///< the object's URL path (to remove it again)
     kube::RequestSpec spec;
-    /// A run's Secret, Service or PodGroup: once its group's Job exists, a patch
-    /// makes the Job its owner, so that the Job's deletion (ktrain delete, or the
+    /// A run's Secret, Service or PodGroup, or a service's Service, autoscaler or
+    /// disruption budget: once its group's owner (the Job, the Deployment) exists, a
+    /// patch makes it their owner, so that the owner's deletion (ktrain delete, or the
     /// TTL controller's) takes it too.
-    bool owned_by_job = false;
-    bool is_job = false;
+    bool owned = false;
+    std::string owner_kind;    ///< "Job" or "Deployment" for the group's owner, else ""
+    std::string owner_api;     ///< its apiVersion
     bool owner_patch = false;  ///< such a patch (not reported as an object of its own)
   };
   PreparedObject prepare(const nlohmann::ordered_json& obj, bool dry_run) const;

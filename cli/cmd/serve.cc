@@ -104,7 +104,9 @@ int run_serve(Env& env, kube::Client& client, const project::Project& project,
     const auto& labels = obj["metadata"]["labels"];
     if (!labels.is_object() || labels.value(render::kLabelRun, "") != project.name) continue;
     const std::string kind = obj.value("kind", "");
-    if (kind != "Deployment" && kind != "Service" && kind != "HorizontalPodAutoscaler") continue;
+    if (kind != "Deployment" && kind != "Service" && kind != "HorizontalPodAutoscaler" &&
+        kind != "PodDisruptionBudget")
+      continue;
     if (!obj["metadata"].contains("namespace")) obj["metadata"]["namespace"] = ns;
     if (kind == "Deployment") {
       deployment = obj["metadata"].value("name", "");
@@ -112,8 +114,23 @@ int run_serve(Env& env, kube::Client& client, const project::Project& project,
     }
     objects.push_back(std::move(obj));
   }
+  bool has_budget = false;
+  for (const auto& o : objects)
+    has_budget = has_budget || o.value("kind", "") == "PodDisruptionBudget";
   auto refs = with_context("serving " + project.name,
                            [&] { return kb.apply_objects(objects, opts.dry_run_server); });
+  if (!has_budget && !opts.dry_run_server) {
+    // Down to one replica (or serve.disruption: false): a budget left from before would
+    // block every drain of its node.
+    const auto pdb = kube::resource_type("policy/v1", "PodDisruptionBudget");
+    const std::string path = kube::object_path(pdb, ns, project.name);
+    with_context("serving " + project.name, [&] {
+      auto old = client.get_if_exists(path);
+      const json::json_pointer managed("/metadata/labels/app.kubernetes.io~1managed-by");
+      const bool ours = old && old->contains(managed) && (*old)[managed] == "ktrain";
+      return ours && client.remove(path);
+    });
+  }
   if (env.global.output == "name") {
     for (const auto& r : refs) *env.out << r << "\n";
   }

@@ -40,14 +40,16 @@ const Keys kSchedulingKeys = {"queue",        "gang",        "priority",
 const Keys kTolerationKeys = {"key", "operator", "value", "effect", "tolerationSeconds"};
 const Keys kSecurityKeys = {"runAsUser", "runAsGroup", "fsGroup", "runAsNonRoot",
                             "addCapabilities"};
-const Keys kServeKeys = {"command",  "port",      "gpus",      "cpu",      "memory", "env",
-                         "replicas", "autoscale", "readiness", "liveness", "rollout"};
+const Keys kServeKeys = {"command",   "port",     "gpus",    "gpuType", "cpu",      "memory",
+                         "shm",       "env",      "envFrom", "volumes", "replicas", "autoscale",
+                         "readiness", "liveness", "startup", "rollout", "spread",   "disruption"};
 const Keys kAutoscaleKeys = {"min", "max", "cpu", "metric"};
 const Keys kMetricKeys = {"name", "target"};
 const Keys kProbeKeys = {"path", "port", "initialDelaySeconds", "periodSeconds",
                          "failureThreshold"};
 const Keys kRolloutKeys = {"maxSurge", "maxUnavailable"};
-const Keys kPatchKinds = {"Job", "Service", "Deployment", "HorizontalPodAutoscaler", "PodGroup"};
+const Keys kPatchKinds = {
+    "Job", "Service", "Deployment", "HorizontalPodAutoscaler", "PodGroup", "PodDisruptionBudget"};
 
 const Keys kFrameworks = {"pytorch", "paddle", "tensorflow", "jax", "none"};
 const Keys kPreflights = {"off", "quick", "full"};
@@ -74,6 +76,7 @@ const std::vector<std::pair<std::string, const Keys*>>& sections() {
       {"serve.autoscale", &kAutoscaleKeys},
       {"serve.autoscale.metric", &kMetricKeys},
       {"serve.readiness", &kProbeKeys},
+      {"serve.volumes[]", &kVolumeKeys},
       {"serve.rollout", &kRolloutKeys},
   };
   return s;
@@ -572,16 +575,7 @@ class ProjectParser {
           t.mig = *s;
       }
     }
-    if (const Value* x = field(v, "gpuType")) {
-      if (auto s = c_.scalar(*x, "train.gpuType", "a GPU product like NVIDIA-H100-80GB-HBM3")) {
-        if (!is_label_value(*s) || s->empty())
-          c_.expected(*x, "train.gpuType",
-                      "a GPU product label value like NVIDIA-H100-80GB-HBM3 (letters, digits, "
-                      "'-', '_', '.'; at most 63)");
-        else
-          t.gpu_type = *s;
-      }
-    }
+    if (const Value* x = field(v, "gpuType")) gpu_type(*x, "train.gpuType", t.gpu_type);
     if (const Value* x = field(v, "cpu"))
       if (auto s = c_.quantity(*x, "train.cpu", false)) t.cpu = *s;
     if (const Value* x = field(v, "memory"))
@@ -589,8 +583,8 @@ class ProjectParser {
     if (const Value* x = field(v, "shm"))
       if (auto s = c_.quantity(*x, "train.shm", false)) t.shm = *s;
     if (const Value* x = field(v, "env")) t.env = c_.env(*x, "train.env");
-    if (const Value* x = field(v, "envFrom")) env_from(*x, t.env_from);
-    if (const Value* x = field(v, "volumes")) volumes(*x, t);
+    if (const Value* x = field(v, "envFrom")) env_from(*x, "train.envFrom", t.env_from);
+    if (const Value* x = field(v, "volumes")) volumes(*x, "train.volumes", t.volumes, mounts_);
     if (const Value* x = field(v, "restarts"))
       if (auto n = c_.whole(*x, "train.restarts", 0)) t.restarts = *n;
     if (const Value* x = field(v, "deadline"))
@@ -631,10 +625,10 @@ class ProjectParser {
     return out;
   }
 
-  void env_from(const Value& v, std::vector<EnvFrom>& out) {
-    if (!c_.list(v, "train.envFrom", "[secret/wandb, configMap/hparams]")) return;
+  void env_from(const Value& v, const std::string& path, std::vector<EnvFrom>& out) {
+    if (!c_.list(v, path, "[secret/wandb, configMap/hparams]")) return;
     for (std::size_t i = 0; i < v.items.size(); ++i) {
-      const std::string p = "train.envFrom[" + std::to_string(i) + "]";
+      const std::string p = path + "[" + std::to_string(i) + "]";
       const Value& item = v.items[i];
       const std::string what = "secret/NAME or configMap/NAME, like secret/wandb";
       auto s = c_.scalar(item, p, what);
@@ -654,13 +648,27 @@ class ProjectParser {
     }
   }
 
-  void volumes(const Value& v, Train& t) {
-    if (!c_.list(v, "train.volumes", "[{claim: imagenet, mount: /data}]")) return;
+  void gpu_type(const Value& x, const std::string& path, std::string& out) {
+    if (auto s = c_.scalar(x, path, "a GPU product like NVIDIA-H100-80GB-HBM3")) {
+      if (!is_label_value(*s) || s->empty())
+        c_.expected(x, path,
+                    "a GPU product label value like NVIDIA-H100-80GB-HBM3 (letters, digits, "
+                    "'-', '_', '.'; at most 63)");
+      else
+        out = *s;
+    }
+  }
+
+  /// `path` (train.volumes or serve.volumes) into `out`; `mounts` holds the mount
+  /// paths taken so far in that pod.
+  void volumes(const Value& v, const std::string& path, std::vector<Volume>& out,
+               std::map<std::string, std::string>& mounts) {
+    if (!c_.list(v, path, "[{claim: imagenet, mount: /data}]")) return;
     for (std::size_t i = 0; i < v.items.size(); ++i) {
-      const std::string p = "train.volumes[" + std::to_string(i) + "]";
+      const std::string p = path + "[" + std::to_string(i) + "]";
       const Value& item = v.items[i];
       if (!c_.map(item, p, "{claim: imagenet, mount: /data, readOnly: true}")) continue;
-      c_.check_keys(item, p, "train.volumes[]", kVolumeKeys);
+      c_.check_keys(item, p, path + "[]", kVolumeKeys);
       Volume vol;
       int sources = 0;
       bool ok = true;
@@ -700,12 +708,12 @@ class ProjectParser {
         if (auto m = c_.absolute_path(*x, p + ".mount", "/data")) {
           std::string norm = std::filesystem::path(*m).lexically_normal().string();
           while (norm.size() > 1 && norm.back() == '/') norm.pop_back();
-          if (auto it = mounts_.find(norm); it != mounts_.end()) {
+          if (auto it = mounts.find(norm); it != mounts.end()) {
             c_.add(x->origin, p + ".mount",
                    "mount path " + norm + " is already used by " + it->second);
             ok = false;
           } else {
-            mounts_.emplace(norm, p);
+            mounts.emplace(norm, p);
             vol.mount = *m;
           }
         } else {
@@ -718,7 +726,7 @@ class ProjectParser {
       if (const Value* x = field(item, "readOnly")) {
         if (auto b = c_.boolean(*x, p + ".readOnly")) vol.read_only = *b;
       }
-      if (ok) t.volumes.push_back(vol);
+      if (ok) out.push_back(vol);
     }
   }
 
@@ -1004,7 +1012,26 @@ class ProjectParser {
       if (auto q = c_.quantity(*x, "serve.cpu", false)) s.cpu = *q;
     if (const Value* x = field(v, "memory"))
       if (auto q = c_.quantity(*x, "serve.memory", false)) s.memory = *q;
+    if (const Value* x = field(v, "gpuType")) gpu_type(*x, "serve.gpuType", s.gpu_type);
+    if (const Value* x = field(v, "shm"))
+      if (auto q = c_.quantity(*x, "serve.shm", false)) s.shm = *q;
     if (const Value* x = field(v, "env")) s.env = c_.env(*x, "serve.env");
+    if (const Value* x = field(v, "envFrom")) env_from(*x, "serve.envFrom", s.env_from);
+    if (const Value* x = field(v, "volumes"))
+      volumes(*x, "serve.volumes", s.volumes, serve_mounts_);
+    if (!s.shm.empty()) {
+      if (auto it = serve_mounts_.find("/dev/shm"); it != serve_mounts_.end()) {
+        c_.add(field(v, "shm")->origin, "serve.shm",
+               "mounts /dev/shm, which " + it->second + " also mounts");
+      }
+    }
+    if (const Value* x = field(v, "startup")) s.startup = probe(*x, "serve.startup");
+    if (const Value* x = field(v, "spread")) {
+      if (auto b = c_.boolean(*x, "serve.spread")) s.spread = *b;
+    }
+    if (const Value* x = field(v, "disruption")) {
+      if (auto b = c_.boolean(*x, "serve.disruption")) s.disruption = *b;
+    }
     if (const Value* x = field(v, "replicas")) s.replicas = c_.whole(*x, "serve.replicas", 0);
     if (const Value* x = field(v, "autoscale")) {
       s.autoscale.emplace();
@@ -1220,7 +1247,8 @@ class ProjectParser {
 
   Checker& c_;
   std::string directory_;
-  std::map<std::string, std::string> mounts_;  ///< normalised mount path -> key path
+  std::map<std::string, std::string> mounts_;        ///< normalised mount path -> key path
+  std::map<std::string, std::string> serve_mounts_;  ///< the same for the serve pod
   bool train_ok_ = true;
   bool serve_ok_ = true;
 };

@@ -187,14 +187,23 @@ struct Serve {
   std::vector<std::string> command;  ///< empty = the image's entrypoint
   int port = 0;                      ///< required, 1..65535
   int gpus = 0;
+  std::string gpu_type;  ///< -> nodeSelector nvidia.com/gpu.product
   std::string cpu;
   std::string memory;
+  std::string shm;  ///< /dev/shm size (a memory-backed emptyDir); "" = none
   StringPairs env;
+  std::vector<EnvFrom> env_from;
+  std::vector<Volume> volumes;  ///< model weights, caches, configs
   std::optional<int> replicas;  ///< fixed count; with autoscale, the HPA owns the count
   std::optional<Autoscale> autoscale;
   std::optional<Probe> readiness;
   std::optional<Probe> liveness;
+  /// Holds the liveness probe off until the model has loaded; default: the readiness
+  /// (else liveness) path, every 10 s, up to 30 minutes.
+  std::optional<Probe> startup;
   Rollout rollout;
+  bool spread = true;      ///< replicas spread across nodes (topologySpreadConstraints)
+  bool disruption = true;  ///< a PodDisruptionBudget when there is more than one replica
 };
 
 /// The whole project file.

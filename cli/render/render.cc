@@ -59,7 +59,7 @@ class TemplateSource {
       throw UsageError("--templates " + dir_ + ": there is no " + file +
                        " (the folder must hold the same file names as templates/: job.yaml, "
                        "service-headless.yaml, podgroup.yaml, deployment.yaml, service.yaml, "
-                       "hpa.yaml)");
+                       "hpa.yaml, pdb.yaml)");
     }
     ordered_json parsed = parse_yaml_document(fs_->read_file(path), path);
     if (!parsed.is_object()) {

@@ -1,6 +1,7 @@
 #include "render/workloads.h"
 
 #include <string>
+#include <utility>
 
 #include "base/error.h"
 
@@ -175,12 +176,15 @@ const char* volume_prefix(project::Volume::Kind kind) {
   return "volume";
 }
 
-/// Volumes and mounts of `train.volumes`, then /dev/shm.
-void set_volumes(ordered_json& pod, ordered_json& container, const project::Train& t) {
+/// The pod's volumes and the container's mounts of `train.volumes` (or
+/// `serve.volumes`), then /dev/shm. Set the pod's before taking a reference to the
+/// container: a key added to an ordered_json object moves its other values.
+std::pair<ordered_json, ordered_json> volume_lists(const std::vector<project::Volume>& list,
+                                                   const std::string& shm) {
   ordered_json volumes = ordered_json::array();
   ordered_json mounts = ordered_json::array();
-  for (std::size_t i = 0; i < t.volumes.size(); ++i) {
-    const auto& v = t.volumes[i];
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& v = list[i];
     const std::string name = std::string(volume_prefix(v.kind)) + "-" + std::to_string(i);
     ordered_json vol = {{"name", name}};
     bool read_only = v.read_only;
@@ -208,15 +212,25 @@ void set_volumes(ordered_json& pod, ordered_json& container, const project::Trai
     if (read_only) mount["readOnly"] = true;
     mounts.push_back(mount);
   }
-  if (!t.shm.empty()) {
-    volumes.push_back(
-        {{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", t.shm}}}});
+  if (!shm.empty()) {
+    volumes.push_back({{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", shm}}}});
     mounts.push_back({{"name", "dshm"}, {"mountPath", "/dev/shm"}});
   }
-  if (!volumes.empty()) {
-    pod["volumes"] = volumes;
-    container["volumeMounts"] = mounts;
+  return {volumes, mounts};
+}
+
+/// `envFrom` of the container from `train.envFrom` / `serve.envFrom`.
+void set_env_from(ordered_json& container, const std::vector<project::EnvFrom>& list) {
+  if (list.empty()) return;
+  ordered_json from = ordered_json::array();
+  for (const auto& e : list) {
+    if (e.kind == project::EnvFrom::Kind::kSecret) {
+      from.push_back({{"secretRef", {{"name", e.name}}}});
+    } else {
+      from.push_back({{"configMapRef", {{"name", e.name}}}});
+    }
   }
+  container["envFrom"] = from;
 }
 
 ordered_json probe(const project::Probe& pr, int default_port) {
@@ -317,25 +331,17 @@ ordered_json render_job(const RenderContext& ctx, const std::string& run,
   pod["restartPolicy"] = "Never";  // podFailurePolicy requires it
   if (volcano) pod["schedulerName"] = "volcano";
   set_pod_common(pod, p, t.gpus > 0, t.gpu_type);
+  auto [volumes, mounts] = volume_lists(t.volumes, t.shm);
+  if (!volumes.empty()) pod["volumes"] = std::move(volumes);
 
   auto& c = container_named(pod, "train");
   c["image"] = ctx.image;
   c["command"] = ordered_json::array({"/opt/ktrain/bin/ktrain-launch", "--"});
   c["args"] = project::substitute_params(t.command, point.params);
   c["env"] = train_env(p, run, point);
-  if (!t.env_from.empty()) {
-    ordered_json from = ordered_json::array();
-    for (const auto& e : t.env_from) {
-      if (e.kind == project::EnvFrom::Kind::kSecret) {
-        from.push_back({{"secretRef", {{"name", e.name}}}});
-      } else {
-        from.push_back({{"configMapRef", {{"name", e.name}}}});
-      }
-    }
-    c["envFrom"] = from;
-  }
+  set_env_from(c, t.env_from);
   c["resources"] = resources(t.cpu, t.memory, t.gpus, t.mig);
-  set_volumes(pod, c, t);
+  if (!mounts.empty()) c["volumeMounts"] = std::move(mounts);
   set_container_security(c, p);
   c["terminationMessagePolicy"] = "FallbackToLogsOnError";
   if (needs_home(p)) add_home_volume(pod, "train");  // last: `c` moves
@@ -400,8 +406,21 @@ std::vector<ordered_json> render_serve(const RenderContext& ctx) {
   auto& tmeta = spec["template"]["metadata"];
   if (!tmeta["labels"].is_object()) tmeta["labels"] = ordered_json::object();
   for (auto it = labels.begin(); it != labels.end(); ++it) tmeta["labels"][it.key()] = it.value();
+  // Replicas apart: on other nodes where there are (a soft rule, so that a small
+  // cluster still schedules them all).
+  const int most = sv.autoscale ? sv.autoscale->max : sv.replicas.value_or(1);
   auto& pod = spec["template"]["spec"];
-  set_pod_common(pod, p, sv.gpus > 0, "");
+  set_pod_common(pod, p, sv.gpus > 0, sv.gpu_type);
+  if (sv.spread && most > 1) {
+    pod["topologySpreadConstraints"] =
+        ordered_json::array({{{"maxSkew", 1},
+                              {"topologyKey", "kubernetes.io/hostname"},
+                              {"whenUnsatisfiable", "ScheduleAnyway"},
+                              {"labelSelector", {{"matchLabels", selector}}},
+                              {"matchLabelKeys", ordered_json::array({"pod-template-hash"})}}});
+  }
+  auto [volumes, mounts] = volume_lists(sv.volumes, sv.shm);
+  if (!volumes.empty()) pod["volumes"] = std::move(volumes);
   auto& c = container_named(pod, "serve");
   c["image"] = ctx.image;
   if (!sv.command.empty()) c["command"] = sv.command;
@@ -411,9 +430,22 @@ std::vector<ordered_json> render_serve(const RenderContext& ctx) {
   if (needs_home(p)) env.push_back(env_value("HOME", kHome));
   append_user_env(env, sv.env);
   if (!env.empty()) c["env"] = env;
+  set_env_from(c, sv.env_from);
   c["resources"] = resources(sv.cpu, sv.memory, sv.gpus, "");
+  if (!mounts.empty()) c["volumeMounts"] = std::move(mounts);
   if (sv.readiness) c["readinessProbe"] = probe(*sv.readiness, sv.port);
   if (sv.liveness) c["livenessProbe"] = probe(*sv.liveness, sv.port);
+  // A model may load for many minutes: a startup probe holds the liveness probe off
+  // until the server answers (by default up to 30 minutes, checked every 10 s).
+  if (sv.startup) {
+    c["startupProbe"] = probe(*sv.startup, sv.port);
+  } else if (sv.readiness || sv.liveness) {
+    project::Probe st = sv.readiness ? *sv.readiness : *sv.liveness;
+    st.initial_delay_s = 0;
+    st.period_s = 10;
+    st.failure_threshold = 180;
+    c["startupProbe"] = probe(st, sv.port);
+  }
   set_container_security(c, p);
   c["terminationMessagePolicy"] = "FallbackToLogsOnError";
   if (needs_home(p)) add_home_volume(pod, "serve");  // last: `c` moves
@@ -457,6 +489,15 @@ std::vector<ordered_json> render_serve(const RenderContext& ctx) {
     }
     hs["metrics"] = metrics;
     out.push_back(hpa);
+  }
+
+  // With two replicas or more, a drain or an upgrade takes one at a time.
+  const int least = sv.autoscale ? sv.autoscale->min : sv.replicas.value_or(1);
+  if (sv.disruption && least >= 2) {
+    ordered_json pdb = ctx.load("pdb.yaml");
+    set_metadata(pdb, p, name, labels);
+    pdb["spec"]["selector"] = {{"matchLabels", selector}};
+    out.push_back(pdb);
   }
   return out;
 }

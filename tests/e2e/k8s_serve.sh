@@ -48,8 +48,22 @@ ready() { kubectl get deployment web -o jsonpath='{.status.readyReplicas}'; }
 echo "== serve"
 k_ok "serve" serve -f web.yaml
 expect_contains "$out" "web: rolled out" "serve waits for the rollout"
-expect_eq "$(kubectl get deployment,service,hpa -l ktrain.dev/run=web -o name | sort | tr '\n' ' ')" \
-  "deployment.apps/web horizontalpodautoscaler.autoscaling/web service/web " "serve: Deployment, Service and HPA"
+expect_eq "$(kubectl get deployment,service,hpa,pdb -l ktrain.dev/run=web -o name | sort | tr '\n' ' ')" \
+  "deployment.apps/web horizontalpodautoscaler.autoscaling/web poddisruptionbudget.policy/web service/web " \
+  "serve: Deployment, Service, HPA and PodDisruptionBudget"
+uid="$(kubectl get deployment web -o jsonpath='{.metadata.uid}')"
+for o in service/web hpa/web pdb/web; do
+  expect_eq "$(kubectl get "$o" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name} {.metadata.ownerReferences[0].uid}')" \
+    "Deployment/web $uid" "$o is owned by the Deployment"
+done
+expect_eq "$(kubectl get pdb web -o jsonpath='{.spec.maxUnavailable} {.status.expectedPods}')" "1 2" \
+  "the disruption controller counts 2 pods under the budget"
+expect_eq "$(kubectl get deployment web -o jsonpath='{.spec.template.spec.containers[0].startupProbe.httpGet.path} {.spec.template.spec.containers[0].startupProbe.failureThreshold}')" \
+  "/healthz 180" "a startup probe by default (a model may load for minutes)"
+expect_eq "$(kubectl get deployment web -o jsonpath='{.spec.template.spec.topologySpreadConstraints[0].topologyKey}')" \
+  "kubernetes.io/hostname" "replicas spread across nodes"
+expect_eq "$(kubectl get pods -l ktrain.dev/run=web -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | wc -l)" \
+  "2" "the scheduler put the 2 replicas on 2 nodes"
 expect_eq "$out" "web: rolled out, 2 replicas available" "serve of autoscale min 2 returns with 2 available"
 expect_eq "$(ready)" "2" "kubectl: 2 ready replicas when serve returns"
 # (The API server refuses to proxy to loopback addresses, which pods have
@@ -74,4 +88,11 @@ expect_eq "$rc" "2" "scale --min above the maximum: exit 2"
 k scale nosuch --replicas 1
 expect_eq "$rc" "1" "scale of an unknown deployment: exit 1"
 expect_contains "$err" "deployment \"nosuch\" not found in namespace \"default\"" "scale of an unknown deployment: message"
+echo "== fewer than 2 replicas: no budget; the Deployment's deletion takes everything"
+k_ok "serve with min 1" serve -f web.yaml --no-wait --set serve.autoscale.min=1
+expect_eq "$(kubectl get pdb -l ktrain.dev/run=web -o name)" "" "serving with a minimum of 1 removes the budget (it would block drains)"
+kubectl delete deployment web >/dev/null
+k8s_wait "the garbage collector to remove the Service and the HPA" 60 sh -c \
+  '[ -z "$(kubectl get service,hpa,pdb -l ktrain.dev/run=web -o name)" ]'
+echo "ok: deleting the Deployment removed its Service and autoscaler (ownerReferences)"
 echo "PASS"

@@ -12,6 +12,7 @@ import { Secret, Service } from "kubernetes-models/v1";
 import { Job } from "kubernetes-models/batch/v1";
 import { Deployment } from "kubernetes-models/apps/v1";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 
 const models = new Map([
   ["v1/Secret", Secret],
@@ -19,6 +20,7 @@ const models = new Map([
   ["batch/v1/Job", Job],
   ["apps/v1/Deployment", Deployment],
   ["autoscaling/v2/HorizontalPodAutoscaler", HorizontalPodAutoscaler],
+  ["policy/v1/PodDisruptionBudget", PodDisruptionBudget],
 ]);
 // Custom resources: no upstream schema to check against.
 const exempt = new Set(["scheduling.volcano.sh/v1beta1/PodGroup"]);

@@ -114,7 +114,7 @@ TEST_CASE(
   p.serve->autoscale =
       project::Autoscale{3, 20, 70, project::PodsMetric{"DCGM_FI_DEV_GPU_UTIL", "70"}};
   auto r = render_fixed(p);
-  REQUIRE(r.objects.size() == 3);
+  REQUIRE(r.objects.size() == 4);  // and the PodDisruptionBudget of 3+ replicas
   CHECK(object_of(r, "Deployment")["spec"]["replicas"] == 3);
   const auto& hpa = object_of(r, "HorizontalPodAutoscaler");
   CHECK(hpa["apiVersion"] == "autoscaling/v2");
@@ -153,4 +153,86 @@ TEST_CASE("render: a project with train and serve renders the run first, then th
   CHECK(r.objects[1]["kind"] == "Job");
   CHECK(r.objects[2]["kind"] == "Deployment");
   CHECK(r.objects[2]["metadata"]["name"] == "demo");
+}
+
+TEST_CASE("render serve: volumes, shm, envFrom and gpuType, as for training") {
+  auto p = serve_project();
+  using K = project::Volume::Kind;
+  p.serve->volumes = {{K::kClaim, "weights", "/models", true}, {K::kEmptyDir, "", "/cache", false}};
+  p.serve->shm = "8Gi";
+  p.serve->env_from = {{project::EnvFrom::Kind::kSecret, "hf-token"}};
+  p.serve->gpus = 1;
+  p.serve->gpu_type = "NVIDIA-L4";
+  auto r = render_fixed(p);
+  const auto& pod = object_of(r, "Deployment")["spec"]["template"]["spec"];
+  const auto& c = pod["containers"][0];
+  CHECK(pod["volumes"][0] ==
+        ordered_json({{"name", "claim-0"},
+                      {"persistentVolumeClaim", {{"claimName", "weights"}, {"readOnly", true}}}}));
+  CHECK(pod["volumes"][1]["emptyDir"] == ordered_json::object());
+  CHECK(
+      pod["volumes"][2] ==
+      ordered_json({{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "8Gi"}}}}));
+  CHECK(c["volumeMounts"][0] ==
+        ordered_json({{"name", "claim-0"}, {"mountPath", "/models"}, {"readOnly", true}}));
+  CHECK(c["volumeMounts"][2]["mountPath"] == "/dev/shm");
+  CHECK(c["envFrom"] == ordered_json::array({{{"secretRef", {{"name", "hf-token"}}}}}));
+  CHECK(pod["nodeSelector"]["nvidia.com/gpu.product"] == "NVIDIA-L4");
+}
+
+TEST_CASE("render serve: a startup probe holds liveness off while the model loads") {
+  auto p = serve_project();
+  auto none = render_fixed(p);
+  CHECK_FALSE(container_of(object_of(none, "Deployment")).contains("startupProbe"));
+  p.serve->readiness = project::Probe{"/ready", 0, 0, 5, 3};
+  p.serve->liveness = project::Probe{"/live", 0, 0, 10, 3};
+  auto r = render_fixed(p);
+  const auto& st = container_of(object_of(r, "Deployment"))["startupProbe"];
+  CHECK(st["httpGet"]["path"] == "/ready");
+  CHECK(st["httpGet"]["port"] == 8080);
+  CHECK(st["periodSeconds"] == 10);
+  CHECK(st["failureThreshold"] == 180);  // 30 minutes
+  p.serve->startup = project::Probe{"/started", 9000, 0, 5, 600};
+  auto own = render_fixed(p);
+  const auto& ost = container_of(object_of(own, "Deployment"))["startupProbe"];
+  CHECK(ost["httpGet"] == ordered_json({{"path", "/started"}, {"port", 9000}}));
+  CHECK(ost["failureThreshold"] == 600);
+}
+
+TEST_CASE("render serve: 2+ replicas spread across nodes with a PodDisruptionBudget") {
+  auto p = serve_project();
+  auto one = render_fixed(p);
+  CHECK_FALSE(object_of(one, "Deployment")["spec"]["template"]["spec"].contains(
+      "topologySpreadConstraints"));
+  for (const auto& o : one.objects) CHECK(o["kind"] != "PodDisruptionBudget");
+
+  p.serve->autoscale = project::Autoscale{};
+  p.serve->autoscale->min = 2;
+  p.serve->autoscale->max = 6;
+  auto r = render_fixed(p);
+  const auto& spread =
+      object_of(r, "Deployment")["spec"]["template"]["spec"]["topologySpreadConstraints"];
+  REQUIRE(spread.size() == 1);
+  CHECK(spread[0]["topologyKey"] == "kubernetes.io/hostname");
+  CHECK(spread[0]["whenUnsatisfiable"] == "ScheduleAnyway");
+  CHECK(spread[0]["labelSelector"]["matchLabels"] == ordered_json({{"ktrain.dev/run", "api"}}));
+  const auto& pdb = object_of(r, "PodDisruptionBudget");
+  CHECK(pdb["apiVersion"] == "policy/v1");
+  CHECK(pdb["metadata"]["name"] == "api");
+  CHECK(pdb["spec"]["maxUnavailable"] == 1);
+  CHECK(pdb["spec"]["selector"]["matchLabels"] == ordered_json({{"ktrain.dev/run", "api"}}));
+  CHECK(r.objects.back()["kind"] == "PodDisruptionBudget");
+
+  // Up to 6 but at least 1: spread, but no budget (it would block draining the only one).
+  p.serve->autoscale->min = 1;
+  auto low = render_fixed(p);
+  for (const auto& o : low.objects) CHECK(o["kind"] != "PodDisruptionBudget");
+  // Both can be turned off.
+  p.serve->autoscale->min = 3;
+  p.serve->spread = false;
+  p.serve->disruption = false;
+  auto off = render_fixed(p);
+  CHECK_FALSE(object_of(off, "Deployment")["spec"]["template"]["spec"].contains(
+      "topologySpreadConstraints"));
+  for (const auto& o : off.objects) CHECK(o["kind"] != "PodDisruptionBudget");
 }
