@@ -531,6 +531,9 @@ std::vector<RunSummary> KubeBackend::list(bool all_namespaces) {
   std::vector<RunSummary> out;
   client_.list(kube::collection_path(type, ns), lo,
                [&out](json& job) { out.push_back(kube::summarize_job(job)); });
+  // And the services (`ktrain serve`): their Deployments.
+  client_.list(kube::collection_path(kube::resource_type("apps/v1", "Deployment"), ns), lo,
+               [&out](json& d) { out.push_back(kube::summarize_deployment(d)); });
   std::stable_sort(out.begin(), out.end(), [](const RunSummary& a, const RunSummary& b) {
     if (a.created != b.created) return a.created > b.created;
     return a.name < b.name;
@@ -542,7 +545,21 @@ RunStatus KubeBackend::status(const std::string& run) {
   const std::string ns = client_.default_namespace();
   const auto job_type = kube::resource_type("batch/v1", "Job");
   auto job = client_.get_if_exists(kube::object_path(job_type, ns, run));
-  if (!job) throw run_not_found(run, ns);
+  if (!job) {
+    // A service's Deployment (ktrain serve), when ktrain made it.
+    const auto dep_type = kube::resource_type("apps/v1", "Deployment");
+    auto dep = client_.get_if_exists(kube::object_path(dep_type, ns, run));
+    const json::json_pointer managed("/metadata/labels/app.kubernetes.io~1managed-by");
+    if (!dep || !dep->contains(managed) || (*dep)[managed] != "ktrain")
+      throw run_not_found(run, ns);
+    std::vector<json> pods;
+    kube::ListOptions plo;
+    plo.label_selector = std::string(kube::kLabelRun) + "=" + run;
+    plo.drop_keys = {"managedFields", "env", "envFrom", "volumeMounts", "volumes"};
+    client_.list(kube::collection_path(kube::resource_type("v1", "Pod"), ns), plo,
+                 [&pods](json& p) { pods.push_back(std::move(p)); });
+    return kube::describe_service(*dep, pods);
+  }
 
   std::vector<json> pods;
   kube::ListOptions lo;

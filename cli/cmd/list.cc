@@ -49,14 +49,15 @@ struct ListOptions {
     for (const auto& r : runs) sweep_w = std::max(sweep_w, r.sweep.size());
     std::string header = ns ? fmt::format("{:<16}  ", "NAMESPACE") : "";
     const size_t age_w = wide ? 5 : 0;  // the last column is not padded
-    header += fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {:<{}}", "NAME", width, "STATE", "NODES",
-                          "GPUS", "AGE", age_w);
+    // KIND: train (a Job; NODES its pods) or serve (a Deployment; NODES its replicas).
+    header += fmt::format("{:<{}}  {:<5}  {:<10} {:>5} {:>5}  {:<{}}", "NAME", width, "KIND",
+                          "STATE", "NODES", "GPUS", "AGE", age_w);
     if (wide) header += fmt::format("  {:<{}}  {}", "SWEEP", sweep_w, "CREATED");
     *env.out << header << "\n";
     for (const auto& r : runs) {
       std::string row =
           ns ? fmt::format("{:<16}  ", r.namespace_.empty() ? "-" : r.namespace_) : "";
-      row += fmt::format("{:<{}}  {:<10} {:>5} {:>5}  {:<{}}", r.name, width,
+      row += fmt::format("{:<{}}  {:<5}  {:<10} {:>5} {:>5}  {:<{}}", r.name, width, r.kind,
                          backend::to_string(r.state), r.nodes, r.gpus, format_age(now - r.created),
                          age_w);
       if (wide) {
@@ -73,7 +74,8 @@ struct ListOptions {
 
 void add_list_command(CLI::App& app, Env& env, CommandResult& result) {
   auto opts = std::make_shared<ListOptions>();
-  auto* sub = app.add_subcommand("list", "List runs: name, state, nodes, GPUs, age");
+  auto* sub = app.add_subcommand(
+      "list", "List runs and services: name, kind, state, nodes (replicas), GPUs, age");
   opts->target.add_to(*sub);
   sub->add_flag("-A,--all-namespaces", opts->all_namespaces, "Runs of every namespace");
   sub->callback([opts, &env, &result] { result.status = opts->run(env); });

@@ -227,6 +227,7 @@ nlohmann::ordered_json to_json(const backend::RunSummary& s,
                                std::chrono::system_clock::time_point now) {
   nlohmann::ordered_json j;
   j["name"] = s.name;
+  j["kind"] = s.kind;
   if (!s.namespace_.empty()) j["namespace"] = s.namespace_;
   if (!s.sweep.empty()) j["sweep"] = s.sweep;
   j["state"] = backend::to_string(s.state);

@@ -68,10 +68,12 @@ struct StatusOptions {
     const auto& s = st.summary;
     std::string conditions;
     for (const auto& c : st.conditions) conditions += (conditions.empty() ? "" : ", ") + c;
-    *env.out << fmt::format("Run:        {}\n", s.name);
+    const bool service = s.kind == "serve";
+    *env.out << (service ? "Service:    " : "Run:        ") << s.name << "\n";
     if (!s.namespace_.empty()) *env.out << fmt::format("Namespace:  {}\n", s.namespace_);
     *env.out << fmt::format("State:      {}\n", backend::to_string(s.state));
-    *env.out << fmt::format("Nodes:      {} x {} GPUs\n", s.nodes, s.gpus);
+    *env.out << (service ? "Replicas:   " : "Nodes:      ") << s.nodes << " x " << s.gpus
+             << " GPUs\n";
     *env.out << fmt::format("Age:        {}\n", format_age(now - s.created));
     if (st.started && st.finished) {
       *env.out << fmt::format("Duration:   {}\n", format_age(*st.finished - *st.started));
@@ -84,8 +86,9 @@ struct StatusOptions {
       node_w = std::max(node_w, r.node.size());
     }
     *env.out << "\n"
-             << fmt::format("{:<5} {:<{}}  {:<10} {:<{}}  {:>8}  {:>4}  {}\n", "RANK", "POD", pod_w,
-                            "PHASE", "NODE", node_w, "RESTARTS", "EXIT", "REASON");
+             << fmt::format("{:<5} {:<{}}  {:<10} {:<{}}  {:>8}  {:>4}  {}\n",
+                            service ? "REPL" : "RANK", "POD", pod_w, "PHASE", "NODE", node_w,
+                            "RESTARTS", "EXIT", "REASON");
     for (const auto& r : st.ranks) {
       std::string reason = r.reason;
       if (!r.message.empty()) reason += (reason.empty() ? "" : ": ") + r.message;

@@ -191,6 +191,87 @@ backend::RunSummary summarize_job(const json& job) {
   return s;
 }
 
+backend::RunSummary summarize_deployment(const json& d) {
+  backend::RunSummary s;
+  s.kind = "serve";
+  s.name = str(d, {"metadata", "labels", kLabelRun});
+  if (s.name.empty()) s.name = str(d, {"metadata", "name"});
+  s.namespace_ = str(d, {"metadata", "namespace"});
+  s.nodes = integer(at_path(d, {"spec", "replicas"}), 1);
+  const auto& cs = at_path(d, {"spec", "template", "spec", "containers"});
+  if (cs.is_array() && !cs.empty()) s.gpus = gpus_of(cs[0]);
+  if (auto t = time_at(d, {"metadata", "creationTimestamp"})) s.created = *t;
+  const int ready = integer(at_path(d, {"status", "readyReplicas"}));
+  s.state =
+      s.nodes > 0 && ready >= s.nodes ? backend::RunState::kRunning : backend::RunState::kPending;
+  return s;
+}
+
+backend::RunStatus describe_service(const json& d, const std::vector<json>& pods) {
+  backend::RunStatus rs;
+  rs.summary = summarize_deployment(d);
+  if (const auto& conds = at_path(d, {"status", "conditions"}); conds.is_array()) {
+    for (const auto& c : conds) {
+      std::string text = c.value("type", "") + "=" + c.value("status", "");
+      if (auto r = c.value("reason", ""); !r.empty()) text += ": " + r;
+      if (auto m = c.value("message", ""); !m.empty()) text += " (" + m + ")";
+      rs.conditions.push_back(text);
+    }
+  }
+  std::vector<const json*> sorted;
+  for (const auto& p : pods) sorted.push_back(&p);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const json* a, const json* b) {
+    auto ta = str(*a, {"metadata", "creationTimestamp"});
+    auto tb = str(*b, {"metadata", "creationTimestamp"});
+    return ta != tb ? ta < tb : str(*a, {"metadata", "name"}) < str(*b, {"metadata", "name"});
+  });
+  Grouped waiting;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    const json& pod = *sorted[i];
+    backend::RankStatus r;
+    r.index = static_cast<int>(i);
+    r.pod = str(pod, {"metadata", "name"});
+    r.phase = str(pod, {"status", "phase"});
+    if (r.phase.empty()) r.phase = "Pending";
+    r.node = str(pod, {"spec", "nodeName"});
+    const auto& statuses = at_path(pod, {"status", "containerStatuses"});
+    if (statuses.is_array() && !statuses.empty()) {
+      const auto& cs = statuses[0];
+      r.restarts = integer(at_path(cs, {"restartCount"}));
+      if (const auto& w = at_path(cs, {"state", "waiting"}); w.is_object()) {
+        r.reason = w.value("reason", "");
+        r.message = w.value("message", "");
+      } else if (const auto& t = at_path(cs, {"state", "terminated"}); t.is_object()) {
+        r.reason = t.value("reason", "");
+        r.exit_code = integer(at_path(t, {"exitCode"}));
+      } else if (at_path(cs, {"ready"}).is_boolean() && !at_path(cs, {"ready"}).get<bool>()) {
+        r.reason = "NotReady";
+      }
+    }
+    if (r.phase == "Pending" && r.reason.empty()) {
+      if (const auto& conds = at_path(pod, {"status", "conditions"}); conds.is_array()) {
+        for (const auto& c : conds) {
+          if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+            r.reason = c.value("reason", "Unschedulable");
+            r.message = c.value("message", "");
+          }
+        }
+      }
+    }
+    if (!r.reason.empty() && r.reason != "NotReady" && r.reason != "ContainerCreating" &&
+        r.reason != "PodInitializing") {
+      waiting.add(r.reason + (r.message.empty() ? "" : ": " + r.message), r.index);
+    }
+    rs.ranks.push_back(std::move(r));
+  }
+  for (const auto& msg : waiting.order) {
+    auto text = format_ranks(waiting.ranks[msg]);
+    text.replace(0, text.find(' '), waiting.ranks[msg].size() == 1 ? "replica" : "replicas");
+    rs.explanations.push_back(text + " cannot start: " + msg);
+  }
+  return rs;
+}
+
 backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
                                 const std::vector<json>& events) {
   backend::RunStatus rs;

@@ -21,6 +21,15 @@ inline constexpr const char* kCompletionIndex = "batch.kubernetes.io/job-complet
 /// The state, size and age of a training Job.
 backend::RunSummary summarize_job(const nlohmann::json& job);
 
+/// The state, size and age of a service's Deployment (kind "serve"): Running when
+/// every replica it asks for is ready, else Pending; nodes = the replicas asked for.
+backend::RunSummary summarize_deployment(const nlohmann::json& deployment);
+
+/// `ktrain status` of a service: its Deployment's conditions, one row per pod (oldest
+/// first), and why replicas cannot start.
+backend::RunStatus describe_service(const nlohmann::json& deployment,
+                                    const std::vector<nlohmann::json>& pods);
+
 /// The rank index of a Job's pod (label or annotation job-completion-index), or -1.
 int pod_rank(const nlohmann::json& pod);
 

@@ -72,6 +72,18 @@ for pod in $(kubectl get pods -l ktrain.dev/run=web -o jsonpath='{range .items[*
   expect_eq "$(curl -sS "http://${pod#*,}:8080/healthz")" "ok ${pod%,*}" "replica ${pod%,*} answers at its pod address"
 done
 
+echo "== list and status show the service"
+k_ok "list" list
+expect_eq "$(grep '^web ' <<<"$out" | tr -s ' ')" "web serve Running 2 0 $(grep '^web ' <<<"$out" | tr -s ' ' | cut -d' ' -f6)" "list: the service, its kind, state and replicas"
+k_ok "list -o json" list -o json
+expect_eq "$(json '[(r["kind"], r["state"], r["nodes"]) for r in d["runs"] if r["name"] == "web"]' <<<"$out")" \
+  '[["serve", "Running", 2]]' "list -o json: kind serve"
+k_ok "status web" status web
+expect_contains "$out" "Service:    web" "status of a service"
+expect_contains "$out" "Replicas:   2 x 0 GPUs" "status: its replicas"
+expect_contains "$out" "Available=True" "status: the Deployment's conditions"
+expect_eq "$(grep -c "^[01] .*Running" <<<"$out")" "2" "status: a row per replica, both running"
+
 echo "== scale"
 k_ok "scale --replicas 3" scale web --replicas 3
 expect_eq "$out" "deployment.apps/web scaled" "scale --replicas"

@@ -174,7 +174,7 @@ for i in $(seq 1 200); do
 done
 expect_eq "$state" '["Running"]' "list shows the run running"
 list_out="$("$ktrain" -v list 2>"$work/list.log")"
-expect_contains "$list_out" "h2demo-h2  Running        2     0" "list table row"
+expect_contains "$list_out" "h2demo-h2  train  Running        2     0" "list table row"
 expect_contains "$(cat "$work/list.log")" "(HTTP/2)" "list over HTTP/2"
 
 # logs -f while the pods write (30 lines a rank, 10 a second, then they hold until

@@ -157,21 +157,21 @@ expect_eq "$out" "other-a" "submit -n other"
 wait_state ok-a Succeeded
 k_ok "list" list
 header="$(head -n 1 <<<"$out")"
-[[ "$header" =~ ^NAME\ +STATE\ +NODES\ +GPUS\ +AGE$ ]] || fail "list header: $header"
+[[ "$header" =~ ^NAME\ +KIND\ +STATE\ +NODES\ +GPUS\ +AGE$ ]] || fail "list header: $header"
 echo "ok: list header"
 expect_eq "$(awk 'NR>1 {print $1}' <<<"$out" | sort | tr '\n' ' ')" "idem-a ok-a ok-n " "list: the runs of the namespace"
 row="$(grep '^ok-a ' <<<"$out")"
-[[ "$row" =~ ^ok-a\ +Succeeded\ +2\ +0\ +[0-9]+s$ ]] || fail "list row: $row"
+[[ "$row" =~ ^ok-a\ +train\ +Succeeded\ +2\ +0\ +[0-9]+s$ ]] || fail "list row: $row"
 echo "ok: list row"
 k_ok "list -A" list -A
-[[ "$(head -n 1 <<<"$out")" =~ ^NAMESPACE\ +NAME\ +STATE\ +NODES\ +GPUS\ +AGE$ ]] || fail "list -A header: $(head -n 1 <<<"$out")"
+[[ "$(head -n 1 <<<"$out")" =~ ^NAMESPACE\ +NAME\ +KIND\ +STATE\ +NODES\ +GPUS\ +AGE$ ]] || fail "list -A header: $(head -n 1 <<<"$out")"
 expect_eq "$(awk 'NR>1 {print $1 "/" $2}' <<<"$out" | sort | tr '\n' ' ')" "default/idem-a default/ok-a default/ok-n other/other-a " "list -A: every namespace"
 k_ok "list -n other" -n other list -o name
 expect_eq "$out" "other-a" "list -n other -o name"
 k_ok "list -o json" list -o json
 expect_eq "$(json '[(r["name"], r["namespace"], r["state"], r["nodes"], r["gpusPerNode"]) for r in d["runs"] if r["name"]=="ok-a"]' <<<"$out")" \
   '[["ok-a", "default", "Succeeded", 2, 0]]' "list -o json: a run"
-expect_eq "$(json 'sorted(d["runs"][0].keys())' <<<"$out")" '["age", "created", "gpusPerNode", "name", "namespace", "nodes", "state"]' "list -o json: field names"
+expect_eq "$(json 'sorted(d["runs"][0].keys())' <<<"$out")" '["age", "created", "gpusPerNode", "kind", "name", "namespace", "nodes", "state"]' "list -o json: field names"
 k_ok "list -n ml-serving" -n ml-serving list
 expect_eq "$out" "" "list of an empty namespace: no table"
 expect_eq "$err" "No runs found." "list of an empty namespace: says so"
@@ -278,7 +278,7 @@ sns=/apis/apps/v1/namespaces/ml-serving
 expect_eq "$(http_code "$sns/deployments/resnet50-serve") $(http_code /api/v1/namespaces/ml-serving/services/resnet50-serve) $(http_code /apis/autoscaling/v2/namespaces/ml-serving/horizontalpodautoscalers/resnet50-serve)" \
   "200 200 200" "serve: Deployment, Service and HPA in the project's namespace"
 k_ok "serve again" -o name serve -f "$serve_project" --no-wait
-expect_eq "$out" "$(printf 'service/resnet50-serve\ndeployment.apps/resnet50-serve\nhorizontalpodautoscaler.autoscaling/resnet50-serve')" "serve -o name --no-wait"
+expect_eq "$out" "$(printf 'service/resnet50-serve\ndeployment.apps/resnet50-serve\nhorizontalpodautoscaler.autoscaling/resnet50-serve\npoddisruptionbudget.policy/resnet50-serve')" "serve -o name --no-wait"
 k_ok "serve --dry-run=server" serve -f "$serve_project" --dry-run=server
 expect_eq "$out" "resnet50-serve" "serve --dry-run=server"
 k serve -f ok.yaml
@@ -402,7 +402,7 @@ for c in /apis/batch/v1/namespaces/other/jobs /api/v1/namespaces/other/services 
 done
 expect_eq "$left" "000" "sweep refused late: no Job, Service or Secret left"
 k_ok "list -o wide" -n other list -o wide
-expect_eq "$(head -1 <<<"$out" | tr -s ' ')" "NAME STATE NODES GPUS AGE SWEEP CREATED" "list -o wide: the header"
+expect_eq "$(head -1 <<<"$out" | tr -s ' ')" "NAME KIND STATE NODES GPUS AGE SWEEP CREATED" "list -o wide: the header"
 expect_eq "$(grep -c ' sw-s  *20[0-9-]*T' <<<"$out")" "150" "list -o wide: each run's sweep and creation time"
 k_ok "list -o yaml" -n other list -o yaml
 expect_eq "$(head -1 <<<"$out")" "runs:" "list -o yaml: a YAML document"
@@ -449,7 +449,7 @@ admin DELETE /_test/forbid >/dev/null
 admin DELETE /_test/requests >/dev/null
 admin POST /_test/faults '{"method":"GET","path":"/apis/batch/v1/namespaces/*/jobs","status":429,"retryAfter":1,"count":2}' >/dev/null
 k_ok "list after 429s" list -o name
-expect_eq "$(sort <<<"$out" | tr '\n' ' ')" "fail-w idem-a logs-a ok-w oom-a pend-a slow-w " "list after two 429s: the answer"
+expect_eq "$(sort <<<"$out" | tr '\n' ' ')" "fail-w idem-a logs-a ok-w oom-a pend-a slow-w web " "list after two 429s: the answer (runs, and the service web)"
 admin GET '/_test/requests?path=/apis/batch/v1/namespaces/default/jobs' >"$work/reqs.json"
 expect_eq "$(json '[r["status"] for r in d]' <"$work/reqs.json")" "[429, 429, 200]" "429: retried until it succeeds"
 gaps="$(python3 -c 'import datetime, json, sys

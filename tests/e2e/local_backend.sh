@@ -106,8 +106,8 @@ assert s["state"]=="Failed" and s["firstFailedRank"]==1, s
 expect_status 124 "$ktrain" submit --wait --timeout 2s --run-id slow1 --set train.env.MODE=sleep
 grep -q "timed out after" "$work/err" || fail "timeout message: $(cat "$work/err")"
 expect_status 0 "$ktrain" list
-grep -Eq '^job-slow1 +Running +2 +0 ' "$work/out" || fail "list: $(cat "$work/out")"
-grep -Eq '^job-ok1 +Succeeded' "$work/out" || fail "list: $(cat "$work/out")"
+grep -Eq '^job-slow1 +train +Running +2 +0 ' "$work/out" || fail "list: $(cat "$work/out")"
+grep -Eq '^job-ok1 +train +Succeeded' "$work/out" || fail "list: $(cat "$work/out")"
 expect_status 0 "$ktrain" delete job-slow1
 [ "$(cat "$work/out")" = "deleted job-slow1" ] || fail "delete printed: $(cat "$work/out")"
 left=$(cd / && for p in /proc/[0-9]*; do

@@ -200,3 +200,60 @@ TEST_CASE("run state: pod rank from label or annotation") {
   CHECK(ktrain::kube::pod_rank(p) == 3);
   CHECK(ktrain::kube::pod_rank(json{{"metadata", json::object()}}) == -1);
 }
+
+TEST_CASE("run state: a service's Deployment: replicas, readiness, a row per pod, why it waits") {
+  json d = {
+      {"apiVersion", "apps/v1"},
+      {"kind", "Deployment"},
+      {"metadata",
+       {{"name", "web"},
+        {"namespace", "ml"},
+        {"creationTimestamp", "2027-01-15T07:00:00Z"},
+        {"labels", {{"ktrain.dev/run", "web"}, {"app.kubernetes.io/managed-by", "ktrain"}}}}},
+      {"spec",
+       {{"replicas", 2},
+        {"template",
+         {{"spec",
+           {{"containers",
+             {{{"name", "serve"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}}}}},
+      {"status",
+       {{"readyReplicas", 1},
+        {"conditions",
+         {{{"type", "Available"},
+           {"status", "False"},
+           {"reason", "MinimumReplicasUnavailable"}}}}}}};
+  auto s = ktrain::kube::summarize_deployment(d);
+  CHECK(s.kind == "serve");
+  CHECK(s.name == "web");
+  CHECK(s.nodes == 2);
+  CHECK(s.gpus == 1);
+  CHECK(s.state == RunState::kPending);  // 1 of 2 ready
+  auto pod = [](const std::string& name, const std::string& created, json status) {
+    return json{{"metadata", {{"name", name}, {"creationTimestamp", created}}},
+                {"spec", {{"nodeName", "n1"}}},
+                {"status", status}};
+  };
+  std::vector<json> pods = {
+      pod("web-b", "2027-01-15T07:00:02Z",
+          {{"phase", "Pending"},
+           {"containerStatuses",
+            {{{"name", "serve"},
+              {"restartCount", 0},
+              {"state",
+               {{"waiting",
+                 {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image"}}}}}}}}}),
+      pod("web-a", "2027-01-15T07:00:01Z",
+          {{"phase", "Running"},
+           {"containerStatuses",
+            {{{"name", "serve"}, {"ready", true}, {"state", {{"running", json::object()}}}}}}})};
+  auto st = ktrain::kube::describe_service(d, pods);
+  REQUIRE(st.ranks.size() == 2);
+  CHECK(st.ranks[0].pod == "web-a");  // oldest first
+  CHECK(st.ranks[0].reason.empty());
+  CHECK(st.ranks[1].reason == "ImagePullBackOff");
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0] == "replica 1 cannot start: ImagePullBackOff: Back-off pulling image");
+  CHECK(st.conditions == std::vector<std::string>{"Available=False: MinimumReplicasUnavailable"});
+  d["status"]["readyReplicas"] = 2;
+  CHECK(ktrain::kube::summarize_deployment(d).state == RunState::kRunning);
+}
