@@ -134,6 +134,17 @@ expect_eq "$(kubectl get pods -l ktrain.dev/run=bare-d -o jsonpath='{.items[0].s
   "ghcr.io/ktrain/ktrain-launch:$("$ktrain" --version | cut -d' ' -f2)" \
   "without KTRAIN_LAUNCHER_IMAGE: the launcher image of this version"
 
+echo "== ktrain init's project, as it is"
+# NGC's PyTorch image, 1 GPU, the quick preflight: it starts (the launcher is
+# injected and runs) and stops at the GPU check, since these nodes have no GPU.
+mkdir "$work/first" && (cd "$work/first" && "$ktrain" init >/dev/null)
+k submit -f first/ktrain.yaml --run-id a --wait --timeout 60s
+expect_eq "$rc" "1" "init's project on a node without a GPU: the run fails"
+expect_contains "$err" "exit code 77" "at the launcher's GPU check (exit 77), so after it started"
+expect_contains "$err" "no NVIDIA GPU or driver was found on this node" "in words"
+expect_eq "$(kubectl get pods -l ktrain.dev/run=first-a -o jsonpath='{.items[0].status.initContainerStatuses[0].state.terminated.exitCode}')" \
+  "0" "its launcher was injected"
+
 echo "== without injection, the old failure"
 k submit -f bare.yaml --run-id n --set launcher.inject=never --wait --timeout 60s
 expect_eq "$rc" "1" "a run whose image lacks the launcher fails"

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# A 200-run sweep on the real control plane: submit sends 600 objects (a Secret,
+# a headless Service and a Job per run), each Service and Secret owned by its
+# Job; `delete --all` leaves nothing (no Job, Service, Secret or pod of the
+# sweep). The Jobs are suspended (a patch) so that no pod runs: the test is of
+# the objects, not of 200 processes on this machine. Then examples/sweep as it
+# is: its image (train.py, no ktrain-launch) gets the launcher injected, and
+# its four runs complete.
+set -euo pipefail
+source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
+source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
+require_k8s
+python3 - "$work/images.json" "$(cd "$KTRAIN_SOURCE/examples/sweep" && pwd)" <<'PY'
+import json, sys
+images = json.load(open(sys.argv[1]))
+# First: the agent takes the first pattern that matches, and ml/* would.
+images = {"registry.example.com/ml/sweep-demo:*": {"user": "", "workdir": "/workspace", "files": {"/workspace": sys.argv[2]}}, **images}
+json.dump(images, open(sys.argv[1], "w"))
+PY
+start_cluster --nodes 1 --gpus 0 --images "$work/images.json"
+cd "$work"
+
+lrs=$(python3 -c 'print(", ".join("\"%d\"" % i for i in range(20)))')
+cat >"$work/grid.yaml" <<YAML
+name: grid
+image: registry.example.com/ml/grid:1
+train:
+  command: [sh, -c, "echo lr={lr} batch={batch}"]
+  framework: none
+  nodes: 1
+  gpus: 0
+  preflight: "off"
+  sweep:
+    lr: [$lrs]
+    batch: ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]
+patches:
+  Job: {spec: {suspend: true}}
+YAML
+count() {  # count KIND: objects of the sweep
+  kubectl get "$1" -l ktrain.dev/sweep=grid-s -o name | wc -l
+}
+
+echo "== submit a sweep of 200 runs"
+start=$(date +%s.%N)
+k_ok "submit the sweep" submit -f grid.yaml --run-id s
+echo "submit of 200 runs (600 objects and 400 owner patches): $(python3 -c "import sys; print('%.1f s' % (float(sys.argv[2]) - float(sys.argv[1])))" "$start" "$(date +%s.%N)")"
+expect_eq "$(wc -l <<<"$out")" "200" "submit prints the 200 run names"
+expect_eq "$(count jobs) $(count services) $(count secrets)" "200 200 200" "a Job, a Service and a Secret per run"
+expect_eq "$(kubectl get jobs -l ktrain.dev/sweep=grid-s -o jsonpath='{range .items[*]}{.spec.suspend}{"\n"}{end}' | sort -u)" "true" "every Job suspended by the patch"
+# Every Service and Secret is owned by the Job of its run (same name, same uid).
+python3 - <<PY || fail "ownerReferences"
+import json, subprocess
+def items(kind):
+    return json.loads(subprocess.check_output(["kubectl", "get", kind, "-l", "ktrain.dev/sweep=grid-s", "-o", "json"]))["items"]
+jobs = {j["metadata"]["name"]: j["metadata"]["uid"] for j in items("jobs")}
+for kind in ("services", "secrets"):
+    for o in items(kind):
+        run = o["metadata"]["labels"]["ktrain.dev/run"]
+        refs = o["metadata"].get("ownerReferences") or []
+        assert [(r["kind"], r["name"], r["uid"]) for r in refs] == [("Job", run, jobs[run])], (kind, o["metadata"]["name"], refs)
+PY
+echo "ok: each run's Service and Secret are owned by its Job"
+k_ok "status of a run of the sweep" status grid-s-137
+expect_contains "$out" "the Job is suspended" "status explains a suspended run"
+
+echo "== delete --all"
+start=$(date +%s.%N)
+k_ok "delete the sweep" delete --all grid-s
+echo "delete --all of 200 runs: $(python3 -c "import sys; print('%.1f s' % (float(sys.argv[2]) - float(sys.argv[1])))" "$start" "$(date +%s.%N)")"
+expect_eq "$(count jobs) $(count services) $(count secrets) $(count pods)" "0 0 0 0" "nothing of the sweep is left"
+k_ok "list" list -o name
+expect_eq "$out" "" "list: no runs"
+
+echo "== examples/sweep, as it is"
+k_ok "validate the example" validate -f "$KTRAIN_SOURCE/examples/sweep/ktrain.yaml"
+expect_contains "$out" "launcher injected by an init container" "its image lacks the launcher: injected"
+k_ok "submit the example" submit -f "$KTRAIN_SOURCE/examples/sweep/ktrain.yaml" --run-id e --wait --timeout 120s
+for run in lr-sweep-e-0 lr-sweep-e-1 lr-sweep-e-2 lr-sweep-e-3; do
+  k_ok "logs $run" logs "$run"
+  expect_contains "$out" "final: lr=" "$run trained to the end"
+done
+k_ok "logs of the last run" logs lr-sweep-e-3
+expect_contains "$out" "final: lr=0.01 batch=128" "the last combination: lr 0.01, batch 128"
+k_ok "delete the example's runs" delete --all lr-sweep-e
+echo "PASS"
