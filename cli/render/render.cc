@@ -297,7 +297,7 @@ bool has_key(const ordered_json& j, const std::string& key) {
 /// by ktrain-launch, unless a patch set a command on purpose. A merge patch replaces
 /// lists whole, so a patch of `containers` easily drops the image or the launcher.
 void check_patched(const project::Project& project, const std::string& kind, const Identity& before,
-                   const ordered_json& o, bool sets_command) {
+                   const ordered_json& o, bool sets_command, bool injected) {
   auto refuse = [&](const std::string& path, const std::string& what) {
     throw UsageError(project.file + ": patches." + kind + ": " + path + ": " + what);
   };
@@ -353,6 +353,21 @@ void check_patched(const project::Project& project, const std::string& kind, con
                  "the patch to replace it on purpose");
         }
       }
+    }
+  }
+  if (kind == "Job" && injected && !sets_command) {
+    bool kept = false;
+    if (pod->contains("initContainers") && (*pod)["initContainers"].is_array()) {
+      for (const auto& c : (*pod)["initContainers"]) {
+        kept = kept || (c.is_object() && c.value("name", "") == kLauncherContainer);
+      }
+    }
+    if (!kept) {
+      refuse(std::string(pod_path) + ".initContainers",
+             "the patch drops the init container ktrain-launcher, which copies ktrain-launch "
+             "into this image (a merge patch replaces the list whole): list it too (see "
+             "'ktrain render'), or set launcher.inject: never if the image has "
+             "/opt/ktrain/bin/ktrain-launch");
     }
   }
   if (!found_main) {
@@ -432,7 +447,7 @@ std::vector<std::string> render_each(const project::Project& project, const Rend
       any = true;
       sets_command = sets_command || has_key(patch, "command");
     }
-    if (any) check_patched(project, k, before, o, sets_command);
+    if (any) check_patched(project, k, before, o, sets_command, ctx.launcher.inject);
     each(std::move(o));
   };
 

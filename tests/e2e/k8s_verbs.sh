@@ -85,7 +85,7 @@ k_ok "delete ok-r" delete ok-r
 
 echo "== list"
 k_ok "list" list
-expect_eq "$(awk 'NR>1 {print $1 "=" $2}' <<<"$out" | sort | tr '\n' ' ')" "idem-a=Running ok-a=Succeeded " "list: the runs and their states"
+expect_eq "$(awk 'NR>1 {print $1 "=" $2 "=" $3}' <<<"$out" | sort | tr '\n' ' ')" "idem-a=train=Running ok-a=train=Succeeded " "list: the runs, their kind and states"
 k_ok "list -o json" list -o json
 expect_eq "$(json 'sorted(r["name"] for r in d["runs"])' <<<"$out")" '["idem-a", "ok-a"]' "list -o json"
 expect_eq "$(kubectl get jobs -l app.kubernetes.io/managed-by=ktrain -o name | sort | tr '\n' ' ')" \

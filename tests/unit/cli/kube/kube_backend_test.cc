@@ -273,14 +273,27 @@ TEST_CASE("kube backend: -n must agree with the project's namespace") {
   CHECK(f.kb.namespace_for(p) == "other");
 }
 
-TEST_CASE("kube backend: list pages through Jobs with the managed-by selector, newest first") {
+TEST_CASE(
+    "kube backend: list pages through Jobs and Deployments with the managed-by selector, newest "
+    "first") {
   Fixture f;
-  int served = 0;
-  f.tr.handler = [&served](const net::Request& r) {
-    CHECK(kube_test::path_of(r.url) == "/apis/batch/v1/namespaces/ml/jobs");
+  int served = 0, deployments = 0;
+  f.tr.handler = [&served, &deployments](const net::Request& r) {
     CHECK(kube_test::query_param(r.url, "labelSelector") ==
           "app.kubernetes.io%2Fmanaged-by%3Dktrain");
     CHECK(kube_test::query_param(r.url, "limit") == "250");
+    if (kube_test::path_of(r.url) == "/apis/apps/v1/namespaces/ml/deployments") {
+      ++deployments;
+      json d = {{"metadata",
+                 {{"name", "web"},
+                  {"namespace", "ml"},
+                  {"creationTimestamp", "2027-01-15T07:09:00Z"},
+                  {"labels", {{"ktrain.dev/run", "web"}}}}},
+                {"spec", {{"replicas", 2}}},
+                {"status", {{"readyReplicas", 2}}}};
+      return kube_test::json_response(200, {{"items", json::array({d})}});
+    }
+    CHECK(kube_test::path_of(r.url) == "/apis/batch/v1/namespaces/ml/jobs");
     const int page = served++;
     json items = json::array();
     for (int i = 0; i < 2; ++i) {
@@ -298,19 +311,26 @@ TEST_CASE("kube backend: list pages through Jobs with the managed-by selector, n
     return kube_test::json_response(200, list);
   };
   auto runs = f.kb.list(false);
-  REQUIRE(runs.size() == 6);
-  CHECK(runs.front().name == "r5");
+  REQUIRE(runs.size() == 7);
+  CHECK(runs.front().name == "web");  // the service, newest
+  CHECK(runs.front().kind == "serve");
+  CHECK(runs.front().nodes == 2);
+  CHECK(runs.front().state == backend::RunState::kRunning);
+  CHECK(runs[1].name == "r5");
+  CHECK(runs[1].kind == "train");
   CHECK(runs.back().name == "r0");
   CHECK(served == 3);
+  CHECK(deployments == 1);
 
   served = 0;
   f.tr.handler = [&served](const net::Request& r) {
-    CHECK(kube_test::path_of(r.url) == "/apis/batch/v1/jobs");
+    const auto path = kube_test::path_of(r.url);
+    CHECK((path == "/apis/batch/v1/jobs" || path == "/apis/apps/v1/deployments"));
     ++served;
     return kube_test::json_response(200, {{"items", json::array()}});
   };
   CHECK(f.kb.list(true).empty());
-  CHECK(served == 1);
+  CHECK(served == 2);
 }
 
 TEST_CASE("kube backend: status of an unknown run is 'not found', exit 1") {

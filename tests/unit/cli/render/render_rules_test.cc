@@ -124,6 +124,21 @@ TEST_CASE("render patches: a broken result is refused, naming the patch and the 
   refused("Deployment",
           R"({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "a:1"}]}}}})",
           "patches.Deployment: spec.template.spec.containers: no container named \"serve\"");
+  // A list of init containers replaces the injected one, which brings the launcher.
+  refused(
+      "Job",
+      R"({"spec": {"template": {"spec": {"initContainers": [{"name": "fetch", "image": "f:1"}]}}}})",
+      "patches.Job: spec.template.spec.initContainers: the patch drops the init container "
+      "ktrain-launcher");
+  {
+    auto own = train_project();
+    own.launcher.inject = project::Launcher::Inject::kNever;
+    own.patches.push_back({"Job", ordered_json::parse(R"({"spec": {"template": {"spec":
+        {"initContainers": [{"name": "fetch", "image": "f:1"}]}}}})")});
+    CHECK(
+        object_of(render_fixed(own), "Job")["spec"]["template"]["spec"]["initContainers"].size() ==
+        1);
+  }
   // A command set on purpose replaces the launcher; a sidecar with its image is fine.
   auto p = train_project();
   p.patches.push_back({"Job", ordered_json::parse(R"({"spec": {"template": {"spec": {"containers": [
