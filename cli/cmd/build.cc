@@ -336,6 +336,18 @@ std::int64_t source_date_epoch(const Env& env) {
   return 0;
 }
 
+/// How layers are made: the compression asked for, file times of `epoch`, blobs in the
+/// cache (or in `tmp` with --no-cache).
+oci::LayerOptions layer_options(const Env& env, const BuildOptions& opts, std::int64_t epoch,
+                                const TempDir& tmp) {
+  oci::LayerOptions lo;
+  lo.compression = opts.compression == "zstd" ? oci::Compression::kZstd : oci::Compression::kGzip;
+  lo.mtime = epoch;
+  lo.temp_dir = tmp.path;
+  if (!opts.no_cache) lo.cache_dir = cache_dir(env);
+  return lo;
+}
+
 /// "linux/arm64/v8" -> {linux, arm64, v8} (validated by BuildOptions::validate).
 std::vector<std::string> split_platform(const std::string& platform) {
   std::vector<std::string> parts;
@@ -406,13 +418,8 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
   Progress progress(env);
 
   const std::int64_t epoch = source_date_epoch(env);
-
-  oci::LayerOptions lo;
-  lo.compression = opts.compression == "zstd" ? oci::Compression::kZstd : oci::Compression::kGzip;
-  lo.mtime = epoch;
   TempDir tmp;
-  lo.temp_dir = tmp.path;
-  if (!opts.no_cache) lo.cache_dir = cache_dir(env);
+  oci::LayerOptions lo = layer_options(env, opts, epoch, tmp);
   lo.skipped = [&](const std::string& p) {
     env.warn("skipping '" + p + "': not a file, folder or link");
   };
@@ -538,13 +545,9 @@ BuildResult build_launcher_image(Env& env, const BuildOptions& opts) {
                      ": name a repository and tag to push to, not a digest");
   }
   Progress progress(env);
-  std::int64_t epoch = source_date_epoch(env);
-  oci::LayerOptions lo;
-  lo.compression = opts.compression == "zstd" ? oci::Compression::kZstd : oci::Compression::kGzip;
-  lo.mtime = epoch;
+  const std::int64_t epoch = source_date_epoch(env);
   TempDir tmp;
-  lo.temp_dir = tmp.path;
-  if (!opts.no_cache) lo.cache_dir = cache_dir(env);
+  const oci::LayerOptions lo = layer_options(env, opts, epoch, tmp);
   // FROM scratch: the launcher (and its GPU helper) at the root, nothing else. Static,
   // so it runs there; its --install copies it into the pod's emptyDir.
   oci::LayerBlob layer = make_launcher_layer(launcher_files(env), "",

@@ -136,6 +136,18 @@ bool is_image_pull_reason(const std::string& r) {
          r == "ErrImageNeverPull";
 }
 
+/// The scheduler's reason and message when `pod` is not scheduled (PodScheduled False).
+void unscheduled(const json& pod, backend::RankStatus& rank) {
+  const auto& conds = at_path(pod, {"status", "conditions"});
+  if (!conds.is_array()) return;
+  for (const auto& c : conds) {
+    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+      rank.reason = c.value("reason", "Unschedulable");
+      rank.message = c.value("message", "");
+    }
+  }
+}
+
 /// Groups rank numbers under a message, keeping the order messages first appear in.
 struct Grouped {
   std::vector<std::string> order;
@@ -248,16 +260,7 @@ backend::RunStatus describe_service(const json& d, const std::vector<json>& pods
         r.reason = "NotReady";
       }
     }
-    if (r.phase == "Pending" && r.reason.empty()) {
-      if (const auto& conds = at_path(pod, {"status", "conditions"}); conds.is_array()) {
-        for (const auto& c : conds) {
-          if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
-            r.reason = c.value("reason", "Unschedulable");
-            r.message = c.value("message", "");
-          }
-        }
-      }
-    }
+    if (r.phase == "Pending" && r.reason.empty()) unscheduled(pod, r);
     if (!r.reason.empty() && r.reason != "NotReady" && r.reason != "ContainerCreating" &&
         r.reason != "PodInitializing") {
       waiting.add(r.reason + (r.message.empty() ? "" : ": " + r.message), r.index);
@@ -396,16 +399,7 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
         }
       }
     }
-    if (rank.phase == "Pending" && rank.reason.empty()) {
-      if (const auto& conds = at_path(pod, {"status", "conditions"}); conds.is_array()) {
-        for (const auto& c : conds) {
-          if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
-            rank.reason = c.value("reason", "Unschedulable");
-            rank.message = c.value("message", "");
-          }
-        }
-      }
-    }
+    if (rank.phase == "Pending" && rank.reason.empty()) unscheduled(pod, rank);
     if (rank.reason.empty() && rank.phase == "Failed") {
       rank.reason = str(pod, {"status", "reason"});
       rank.message = str(pod, {"status", "message"});
