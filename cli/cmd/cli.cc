@@ -4,6 +4,7 @@
 
 #include "backend/local_run.h"
 #include "base/error.h"
+#include "base/suggest.h"
 #include "cmd/build.h"
 #include "cmd/command.h"
 #include "cmd/completion.h"
@@ -57,6 +58,97 @@ void add_keeper_command(CLI::App& app, Env& /*env*/, CommandResult& result) {
   sub->callback([dir, &result] { result.status = backend::run_local_keeper(*dir); });
 }
 
+/// The option `name` ("--follow", "-n") of `sub` or of the global flags, or nullptr.
+const CLI::Option* find_option(const CLI::App& app, const CLI::App* sub, const std::string& name) {
+  if (sub) {
+    if (const auto* o = sub->get_option_no_throw(name)) return o;
+  }
+  return app.get_option_no_throw(name);
+}
+
+/// Every flag name of `sub` and of the global flags, with its dashes.
+std::vector<std::string> flag_names(const CLI::App& app, const CLI::App* sub) {
+  std::vector<std::string> out;
+  for (const CLI::App* a : {sub, &app}) {
+    if (!a) continue;
+    for (const auto* o : a->get_options()) {
+      for (const auto& l : o->get_lnames()) out.push_back("--" + l);
+      for (const auto& s : o->get_snames()) out.push_back("-" + s);
+    }
+  }
+  return out;
+}
+
+/// The "Usage: ..." line of `sub`'s help.
+std::string usage_line(const CLI::App& sub) {
+  const std::string help = sub.help("ktrain");
+  for (std::size_t start = 0; start < help.size();) {
+    std::size_t end = help.find('\n', start);
+    if (end == std::string::npos) end = help.size();
+    const std::string line = help.substr(start, end - start);
+    if (line.rfind("Usage:", 0) == 0) return line;
+    start = end + 1;
+  }
+  return "";
+}
+
+/// After a parse error: an unknown verb or flag among `argv`, said in words with the
+/// closest known one and the verb's usage; "" when neither is the problem.
+std::string diagnose(CLI::App& app, int argc, const char* const* argv) {
+  std::vector<std::string> verbs;
+  for (const auto* s : app.get_subcommands([](CLI::App* a) { return !a->get_group().empty(); })) {
+    verbs.push_back(s->get_name());
+  }
+  CLI::App* sub = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() > 1 && arg[0] == '-') {
+      const std::string name = arg.substr(0, arg.find('='));
+      // -vv and the like: CLI11 reads short flags stacked; only one-letter names here.
+      if (name.size() > 2 && name[1] != '-') continue;
+      const CLI::Option* opt = find_option(app, sub, name);
+      if (!opt) {
+        const std::string where = sub ? "ktrain " + sub->get_name() : std::string("ktrain");
+        std::string msg = where + ": unknown flag '" + name + "'";
+        if (auto m = closest_match(name, flag_names(app, sub)); !m.empty()) {
+          msg += "; did you mean '" + m + "'?";
+        }
+        if (sub) msg += "\n" + usage_line(*sub);
+        return msg;
+      }
+      if (opt->get_items_expected_min() > 0 && name.size() == arg.size()) ++i;  // its value
+      continue;
+    }
+    if (!sub) {
+      CLI::App* found = nullptr;
+      try {
+        found = app.get_subcommand(arg);
+      } catch (const CLI::OptionNotFound&) {
+      }
+      if (!found) {
+        std::string msg = "unknown verb '" + arg + "'";
+        if (auto m = closest_match(arg, verbs); !m.empty()) {
+          msg += "; did you mean '" + m + "'?\n" + usage_line(*app.get_subcommand(m));
+        } else {
+          std::string list;
+          for (const auto& v : verbs) list += (list.empty() ? "" : ", ") + v;
+          msg += "; the verbs are " + list;
+        }
+        return msg;
+      }
+      sub = found;
+      continue;
+    }
+    // A nested verb (completion bash) or a positional: go on with its flags.
+    try {
+      if (CLI::App* nested = sub->get_subcommand(arg)) sub = nested;
+    } catch (const CLI::OptionNotFound&) {
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, Env& env) {
@@ -81,7 +173,8 @@ int run_cli(int argc, const char* const* argv, Env& env) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, *env.out, *env.err);
   } catch (const CLI::ParseError& e) {
-    *env.err << "ktrain: error: " << e.what() << "\n"
+    const std::string why = diagnose(app, argc, argv);
+    *env.err << "ktrain: error: " << (why.empty() ? std::string(e.what()) : why) << "\n"
              << "Run 'ktrain --help' (or 'ktrain VERB --help') for usage.\n";
     return exit_code::kUsage;
   } catch (const Error& e) {

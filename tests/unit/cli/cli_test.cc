@@ -39,3 +39,37 @@ TEST_CASE("cli: --help prints usage on stdout and exits 0") {
   CHECK(r.status == 0);
   CHECK(r.out.find("version") != std::string::npos);
 }
+
+TEST_CASE("cli: a misspelt verb gets a did-you-mean and the verb's usage") {
+  auto r = run({"sumbit", "-f", "x.yaml"});
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("ktrain: error: unknown verb 'sumbit'; did you mean 'submit'?\nUsage: ktrain "
+                   "submit") != std::string::npos);
+  // Global flags before the verb, with their values, are skipped over.
+  auto g = run({"-n", "team", "--context=prod", "stauts", "run-1"});
+  CHECK(g.status == 2);
+  CHECK(g.err.find("unknown verb 'stauts'; did you mean 'status'?") != std::string::npos);
+  // Nothing close: the list of verbs.
+  auto far = run({"frobnicate"});
+  CHECK(far.err.find("unknown verb 'frobnicate'; the verbs are init, validate, render, build, "
+                     "submit,") != std::string::npos);
+  CHECK(far.err.find("__keeper") == std::string::npos);
+}
+
+TEST_CASE("cli: a misspelt flag gets a did-you-mean among the verb's and the global flags") {
+  auto r = run({"submit", "-f", "x.yaml", "--folow"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("ktrain: error: ktrain submit: unknown flag '--folow'; did you mean "
+                   "'--follow'?\nUsage: ktrain submit") != std::string::npos);
+  auto g = run({"list", "--namspace", "x"});
+  CHECK(g.err.find("ktrain list: unknown flag '--namspace'; did you mean '--namespace'?") !=
+        std::string::npos);
+  auto v = run({"logs", "run-1", "--tail=3", "--timestampz"});
+  CHECK(v.err.find("unknown flag '--timestampz'; did you mean '--timestamps'?") !=
+        std::string::npos);
+  // After "--", arguments are the command's, not ktrain's.
+  auto cmd = run({"submit", "--bogus-flag-xyz"});
+  CHECK(cmd.err.find("unknown flag '--bogus-flag-xyz'") != std::string::npos);
+  CHECK(cmd.err.find("did you mean") == std::string::npos);
+}
