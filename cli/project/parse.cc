@@ -131,23 +131,29 @@ class Checker {
       if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
       std::string child = join_path(path, key);
       std::string near = closest_match(key, keys);
-      std::string suggestion;
-      if (!near.empty()) {
-        suggestion = join_path(path, near);
-      } else {
+      // A key of another section: at the top level it belongs in that section (gpus ->
+      // train.gpus); inside a section, it is not valid there, and is said so.
+      std::string elsewhere;
+      if (near.empty()) {
         for (const auto& [sec, sec_keys] : sections()) {
-          if (sec == section) continue;
+          if (sec == section || sec.empty()) continue;
           for (const auto& k : *sec_keys) {
             if (lower(k) == lower(key)) {
-              suggestion = join_path(sec, k);
+              elsewhere = join_path(sec, k);
               break;
             }
           }
-          if (!suggestion.empty()) break;
+          if (!elsewhere.empty()) break;
         }
       }
-      if (!suggestion.empty()) {
-        add(v.key_origins[i], child, "unknown key; did you mean `" + suggestion + "`?");
+      if (!near.empty()) {
+        add(v.key_origins[i], child, "unknown key; did you mean `" + join_path(path, near) + "`?");
+      } else if (!elsewhere.empty() && section.empty()) {
+        add(v.key_origins[i], child, "unknown key; did you mean `" + elsewhere + "`?");
+      } else if (!elsewhere.empty()) {
+        add(v.key_origins[i], child,
+            "unknown key here (`" + elsewhere +
+                "` is a key of another section); expected one of: " + join(keys));
       } else {
         add(v.key_origins[i], child, "unknown key; expected one of: " + join(keys));
       }

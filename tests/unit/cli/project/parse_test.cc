@@ -575,3 +575,32 @@ TEST_CASE("parse: launcher: where the launcher comes from") {
   CHECK(problem(std::string(kMinimal) + "launcher: yes\n").find("launcher: expected") !=
         std::string::npos);
 }
+
+TEST_CASE("parse: suggestions are keys valid where the user is") {
+  const std::string serve = "name: a\nimage: x:1\nserve:\n  port: 80\n";
+  // A key of another section inside a section: not suggested as a move.
+  CHECK(problem(serve + "  restarts: 3\n")
+            .find("ktrain.yaml:5:3: serve.restarts: unknown key here "
+                  "(`train.restarts` is a key of another "
+                  "section); expected one of: command, port") == 0);
+  // At the top level, the section it belongs to.
+  CHECK(problem(std::string(kMinimal) + "gpus: 2\n") ==
+        "ktrain.yaml:5:1: gpus: unknown key; did you mean `train.gpus`?");
+  // serve has volumes, shm, envFrom and gpuType of its own now.
+  auto p = parse(serve +
+                 "  volumes: [{claim: weights, mount: /models, readOnly: true}]\n"
+                 "  shm: 8Gi\n  envFrom: [secret/hf-token]\n  gpuType: NVIDIA-L4\n"
+                 "  startup: {path: /ready, failureThreshold: 60}\n  spread: false\n");
+  REQUIRE(p.serve->volumes.size() == 1);
+  CHECK(p.serve->volumes[0].source == "weights");
+  CHECK(p.serve->volumes[0].read_only);
+  CHECK(p.serve->shm == "8Gi");
+  CHECK(p.serve->env_from[0].name == "hf-token");
+  CHECK(p.serve->gpu_type == "NVIDIA-L4");
+  CHECK(p.serve->startup->failure_threshold == 60);
+  CHECK_FALSE(p.serve->spread);
+  CHECK(p.serve->disruption);
+  CHECK(problem(serve + "  volumes: [{claim: a, mount: /dev/shm}]\n  shm: 1Gi\n")
+            .find("serve.shm: mounts /dev/shm, which serve.volumes[0] also mounts") !=
+        std::string::npos);
+}
