@@ -58,6 +58,19 @@ void add_keeper_command(CLI::App& app, Env& /*env*/, CommandResult& result) {
   sub->callback([dir, &result] { result.status = backend::run_local_keeper(*dir); });
 }
 
+/// "Global flags" and a line for each, as in the verbs' own option lists.
+std::string global_flags_help(const CLI::App& app) {
+  std::string out = "Global flags (before or after the verb):\n";
+  for (const auto* o : app.get_options()) {
+    if (o->get_group() != "Global") continue;
+    std::string name = o->get_name(false, true);
+    if (o->get_items_expected_min() > 0) name += " " + o->get_type_name();
+    out += "  " + name;
+    out += std::string(name.size() < 28 ? 28 - name.size() : 1, ' ') + o->get_description() + "\n";
+  }
+  return out;
+}
+
 /// The option `name` ("--follow", "-n") of `sub` or of the global flags, or nullptr.
 const CLI::Option* find_option(const CLI::App& app, const CLI::App* sub, const std::string& name) {
   if (sub) {
@@ -162,6 +175,9 @@ int run_cli(int argc, const char* const* argv, Env& env) {
   for (auto add : all_commands()) add(app, env, result);
   add_keeper_command(app, env, result);
   for (auto* sub : app.get_subcommands({})) sub->fallthrough();
+  // Every verb's --help ends with the global flags, which go before or after the verb.
+  const std::string global = global_flags_help(app);
+  for (auto* sub : app.get_subcommands({})) sub->footer(global);
 
   try {
     app.parse(argc, argv);

@@ -73,3 +73,17 @@ TEST_CASE("cli: a misspelt flag gets a did-you-mean among the verb's and the glo
   CHECK(cmd.err.find("unknown flag '--bogus-flag-xyz'") != std::string::npos);
   CHECK(cmd.err.find("did you mean") == std::string::npos);
 }
+
+TEST_CASE("cli: every verb's --help lists the global flags") {
+  for (const char* verb : {"submit", "logs", "build", "list", "status"}) {
+    auto r = run({verb, "--help"});
+    INFO(verb);
+    CHECK(r.status == 0);
+    const auto at = r.out.find("Global flags (before or after the verb):");
+    REQUIRE(at != std::string::npos);
+    CHECK(r.out.find("-n,--namespace TEXT", at) != std::string::npos);
+    CHECK(r.out.find("--context TEXT", at) != std::string::npos);
+    CHECK(r.out.find("-o,--output TEXT", at) != std::string::npos);
+    CHECK(r.out.find("-v,--verbose", at) != std::string::npos);
+  }
+}
