@@ -380,8 +380,8 @@ void BuildOptions::validate() const {
   if (compression != "gzip" && compression != "zstd") {
     throw UsageError("--compression " + compression + ": expected gzip or zstd");
   }
-  if (!output.empty() && (output.rfind("oci:", 0) != 0 || output.size() == 4)) {
-    throw UsageError("--output " + output + ": expected oci:DIR (an OCI image layout folder)");
+  if (oci_layout.rfind("oci:", 0) == 0) {
+    throw UsageError("--oci-layout " + oci_layout + ": name the folder alone, without oci:");
   }
   int slashes = static_cast<int>(std::count(platform.begin(), platform.end(), '/'));
   if (slashes < 1 || slashes > 2 || platform.front() == '/' || platform.back() == '/') {
@@ -468,7 +468,7 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
   const oci::Repo repo{target.registry, target.repository};
   std::optional<oci::BlobUploadStream> ws_stream;
   const bool unchanged = opts.no_cache && oci::indexed_digest(ws, lo, cache_dir(env)).has_value();
-  if (opts.output.empty() && !opts.no_stream && !unchanged) {
+  if (opts.oci_layout.empty() && !opts.no_stream && !unchanged) {
     ws_stream.emplace(client, repo);
     lo.tee = [&](std::string_view d) { ws_stream->write(d); };
   }
@@ -522,8 +522,8 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
 
   BuildResult result;
   result.digest = digest;
-  if (!opts.output.empty()) {
-    const std::string dir = opts.output.substr(4);
+  if (!opts.oci_layout.empty()) {
+    const std::string& dir = opts.oci_layout;
     oci::write_layout(dir, img, client, base_repo, opts.tags.empty() ? "" : opts.tags.front());
     progress.step("wrote " + dir + " (OCI image layout)");
     result.reference = "oci:" + dir + "@" + digest;
@@ -574,8 +574,8 @@ BuildResult build_launcher_image(Env& env, const BuildOptions& opts) {
   const oci::Repo repo{target.registry, target.repository};
   std::vector<std::string> tags = opts.tags;
   tags.insert(tags.begin(), target.tag.empty() ? std::string(KTRAIN_VERSION) : target.tag);
-  if (!opts.output.empty()) {
-    const std::string dir = opts.output.substr(4);
+  if (!opts.oci_layout.empty()) {
+    const std::string& dir = opts.oci_layout;
     oci::write_layout(dir, img, registry.client, repo, tags.front());
     progress.step("wrote " + dir + " (OCI image layout)");
     result.reference = "oci:" + dir + "@" + result.digest;
@@ -588,35 +588,49 @@ BuildResult build_launcher_image(Env& env, const BuildOptions& opts) {
 }
 
 int BuildOptions::run(Env& env) const {
-  if (!launcher_image.empty()) {
-    if (dockerfile) throw UsageError("--dockerfile and --launcher-image cannot be combined");
-    BuildResult r = build_launcher_image(env, *this);
-    *env.out << r.reference << "\n";
-    env.out->flush();
-    return exit_code::kOk;
+  const std::string& o = env.global.output;
+  if (!o.empty() && o != "json") {
+    throw UsageError("-o " + o +
+                     ": build prints the reference, or -o json (--oci-layout DIR "
+                     "writes an OCI image layout)");
   }
+  if (dockerfile && !launcher_image.empty()) {
+    throw UsageError("--dockerfile and --launcher-image cannot be combined");
+  }
+  if (dockerfile && !o.empty()) throw UsageError("--dockerfile prints a Dockerfile, not -o " + o);
   if (dockerfile) {
     const project::Project proj = project.load(env);
     if (!proj.image.build) throw UsageError(proj.file + ": image.build is not set");
     *env.out << print_dockerfile(*proj.image.build);
     return exit_code::kOk;
   }
-  BuildResult r = build_image(env, *this);
-  *env.out << r.reference << "\n";
+  const BuildResult r =
+      launcher_image.empty() ? build_image(env, *this) : build_launcher_image(env, *this);
+  if (o == "json") {
+    nlohmann::ordered_json j;
+    j["reference"] = r.reference;
+    j["digest"] = r.digest;
+    j["bytesUploaded"] = r.bytes_uploaded;
+    *env.out << j.dump(2) << "\n";
+  } else {
+    *env.out << r.reference << "\n";
+  }
   env.out->flush();
   return exit_code::kOk;
 }
 
 void add_build_command(CLI::App& app, Env& env, CommandResult& result) {
   auto opts = std::make_shared<BuildOptions>();
-  auto* sub = app.add_subcommand("build",
-                                 "Build the training image (base + ktrain-launch + workspace) and "
-                                 "push it; prints repo@sha256:...");
+  auto* sub = app.add_subcommand(
+      "build",
+      "Build the training image (base + ktrain-launch + workspace) and "
+      "push it; prints repo@sha256:... (-o json: reference, digest, bytes uploaded)");
   opts->project.add_to(*sub);
   sub->add_option("--platform", opts->platform,
                   "Platform of the base image to use (default linux/amd64)");
-  sub->add_option("--output", opts->output,
-                  "Write an OCI image layout instead of pushing: oci:DIR");
+  sub->add_option("--oci-layout", opts->oci_layout,
+                  "Write an OCI image layout to DIR instead of pushing (prints oci:DIR@sha256:...)")
+      ->type_name("DIR");
   sub->add_flag("--dockerfile", opts->dockerfile, "Print an equivalent Dockerfile and exit");
   sub->add_option("--launcher-image", opts->launcher_image,
                   "Build the launcher image instead (FROM scratch: ktrain-launch and its GPU "

@@ -14,7 +14,7 @@ namespace ktrain::cmd {
 struct BuildOptions {
   ProjectFlags project;
   std::string platform = "linux/amd64";  ///< --platform os/arch[/variant]
-  std::string output;                    ///< --output oci:DIR ("" = push)
+  std::string oci_layout;                ///< --oci-layout DIR ("" = push)
   bool dockerfile = false;               ///< --dockerfile: print an equivalent Dockerfile
   std::string launcher_image;            ///< --launcher-image REF: build the launcher image instead
   std::vector<std::string> insecure_registries;  ///< --insecure-registry HOST

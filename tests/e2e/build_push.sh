@@ -152,9 +152,22 @@ expect=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["l
 [ "$(cat "$work/count_refusing")" = "$expect" ] ||
   fail "after a refused stream, $(cat "$work/count_refusing") bytes were uploaded, expected $expect"
 
-# --output oci:DIR writes a layout that skopeo reads, with the same digest.
-refo=$("$B/ktrain" build -f "$proj/ktrain.yaml" --output "oci:$work/ocidir" 2> /dev/null)
+# --oci-layout DIR writes a layout that skopeo reads, with the same digest.
+refo=$("$B/ktrain" build -f "$proj/ktrain.yaml" --oci-layout "$work/ocidir" 2> /dev/null)
 [ "$refo" = "oci:$work/ocidir@${ref5#*@}" ] || fail "layout reference $refo"
+# -o json: what a CI script reads; -o is the output format, as for every verb.
+"$B/ktrain" build -o json -f "$proj/ktrain.yaml" --oci-layout "$work/ocidir" 2> /dev/null > "$work/build.json"
+python3 - "$work/build.json" "${ref5#*@}" "$work/ocidir" <<'PY' || fail "build -o json: $(cat "$work/build.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["digest"] == sys.argv[2] and d["reference"] == "oci:%s@%s" % (sys.argv[3], sys.argv[2]), d
+assert isinstance(d["bytesUploaded"], int), d
+PY
+if "$B/ktrain" build -o json --dockerfile -f "$proj/ktrain.yaml" > "$work/out" 2> "$work/err"; then fail "-o json --dockerfile was accepted"; fi
+grep -q -- "--dockerfile prints a Dockerfile, not -o json" "$work/err" || fail "-o json --dockerfile: $(cat "$work/err")"
+[ ! -s "$work/out" ] || fail "-o json --dockerfile printed: $(cat "$work/out")"
+if "$B/ktrain" build -o yaml -f "$proj/ktrain.yaml" 2> "$work/err"; then fail "build -o yaml was accepted"; fi
+grep -q "^ktrain: error: -o yaml: build prints the reference, or -o json" "$work/err" || fail "build -o yaml: $(cat "$work/err")"
 skopeo inspect "oci:$work/ocidir" > /dev/null || fail "skopeo cannot read the layout"
 
 # --dockerfile.
