@@ -545,29 +545,19 @@ RunStatus KubeBackend::status(const std::string& run) {
   const std::string ns = client_.default_namespace();
   const auto job_type = kube::resource_type("batch/v1", "Job");
   auto job = client_.get_if_exists(kube::object_path(job_type, ns, run));
+  std::optional<json> service;  // without a Job: a service's Deployment, when ktrain made it
   if (!job) {
-    // A service's Deployment (ktrain serve), when ktrain made it.
-    const auto dep_type = kube::resource_type("apps/v1", "Deployment");
-    auto dep = client_.get_if_exists(kube::object_path(dep_type, ns, run));
-    const json::json_pointer managed("/metadata/labels/app.kubernetes.io~1managed-by");
-    if (!dep || !dep->contains(managed) || (*dep)[managed] != "ktrain")
-      throw run_not_found(run, ns);
-    std::vector<json> pods;
-    kube::ListOptions plo;
-    plo.label_selector = std::string(kube::kLabelRun) + "=" + run;
-    plo.drop_keys = {"managedFields", "env", "envFrom", "volumeMounts", "volumes"};
-    client_.list(kube::collection_path(kube::resource_type("v1", "Pod"), ns), plo,
-                 [&pods](json& p) { pods.push_back(std::move(p)); });
-    return kube::describe_service(*dep, pods);
+    service = client_.get_if_exists(
+        kube::object_path(kube::resource_type("apps/v1", "Deployment"), ns, run));
+    if (!service || !kube::managed_by_ktrain(*service)) throw run_not_found(run, ns);
   }
-
   std::vector<json> pods;
   kube::ListOptions lo;
   lo.label_selector = std::string(kube::kLabelRun) + "=" + run;
   lo.drop_keys = {"managedFields", "env", "envFrom", "volumeMounts", "volumes"};
   client_.list(kube::collection_path(kube::resource_type("v1", "Pod"), ns), lo,
                [&pods](json& p) { pods.push_back(std::move(p)); });
-  return describe(ns, run, *job, pods);
+  return service ? kube::describe_service(*service, pods) : describe(ns, run, *job, pods);
 }
 
 RunStatus KubeBackend::describe(const std::string& ns, const std::string& run, const json& job,

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "cmd/project_flags.h"
 #include "kube/connection.h"
+#include "kube/run_state.h"
 #include "render/render.h"
 
 namespace ktrain::cmd {
@@ -126,8 +127,7 @@ int run_serve(Env& env, kube::Client& client, const project::Project& project,
     const std::string path = kube::object_path(pdb, ns, project.name);
     with_context("serving " + project.name, [&] {
       auto old = client.get_if_exists(path);
-      const json::json_pointer managed("/metadata/labels/app.kubernetes.io~1managed-by");
-      const bool ours = old && old->contains(managed) && (*old)[managed] == "ktrain";
+      const bool ours = old && kube::managed_by_ktrain(*old);
       return ours && client.remove(path);
     });
   }

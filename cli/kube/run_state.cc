@@ -203,6 +203,10 @@ backend::RunSummary summarize_job(const json& job) {
   return s;
 }
 
+bool managed_by_ktrain(const json& obj) {
+  return str(obj, {"metadata", "labels", kLabelManagedBy}) == "ktrain";
+}
+
 backend::RunSummary summarize_deployment(const json& d) {
   backend::RunSummary s;
   s.kind = "serve";

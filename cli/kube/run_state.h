@@ -18,6 +18,9 @@ inline constexpr const char* kLabelSweep = "ktrain.dev/sweep";
 inline constexpr const char* kLabelManagedBy = "app.kubernetes.io/managed-by";
 inline constexpr const char* kCompletionIndex = "batch.kubernetes.io/job-completion-index";
 
+/// Whether `obj` carries app.kubernetes.io/managed-by=ktrain.
+bool managed_by_ktrain(const nlohmann::json& obj);
+
 /// The state, size and age of a training Job.
 backend::RunSummary summarize_job(const nlohmann::json& job);
 

@@ -19,7 +19,7 @@ cat >"$work/images.json" <<JSON
     "files": {"/opt/ktrain/bin/ktrain-launch": "$launcher", "/workspace": "$(cd "$KTRAIN_SOURCE/examples/hello-ddp" && pwd)"}},
   "registry.example.com/ml/*": {"user": "1000", "workdir": "/workspace",
     "files": {"/opt/ktrain/bin/ktrain-launch": "$launcher", "/workspace": "$work/ws"}},
-  "ghcr.io/ktrain/ktrain-launch:*": {"user": "", "files": {"/ktrain-launch": "$launcher"}}
+  $launcher_image
 }
 JSON
 cat >"$work/ws/lines.sh" <<'SH'

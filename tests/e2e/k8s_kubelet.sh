@@ -21,7 +21,7 @@ cat >"$work/images.json" <<JSON
   "registry.example.com/stock/nolauncher:*": {"user": "1000", "workdir": "/workspace"},
   "registry.example.com/rootml/*": {"user": "", "workdir": "/workspace",
     "files": {"/opt/ktrain/bin/ktrain-launch": "$launcher", "/workspace": "$work/ws"}},
-  "ghcr.io/ktrain/ktrain-launch:*": {"user": "", "files": {"/ktrain-launch": "$launcher"}},
+  $launcher_image,
   "registry.example.com/ktrain/launch:*": {"user": "", "files": {"/ktrain-launch": "$launcher"}}
 }
 JSON

@@ -13,12 +13,14 @@ work="$(mktemp -d /tmp/ktrain-k8s-test.XXXXXX)"
 mkdir -p "$work/ws"
 export NO_COLOR=1 LC_ALL=C
 # The projects name these images without image.build, so their pods get the
-# launcher from ktrain's default launcher image (FROM scratch: /ktrain-launch).
+# launcher from ktrain's default launcher image (FROM scratch: /ktrain-launch);
+# a test that writes its own images.json adds $launcher_image to it.
+launcher_image="\"ghcr.io/ktrain/ktrain-launch:*\": {\"user\": \"\", \"files\": {\"/ktrain-launch\": \"$launcher\"}}"
 cat >"$work/images.json" <<JSON
 {
   "registry.example.com/ml/*": {"user": "1000", "workdir": "/workspace",
     "files": {"/opt/ktrain/bin/ktrain-launch": "$launcher", "/workspace": "$work/ws"}},
-  "ghcr.io/ktrain/ktrain-launch:*": {"user": "", "files": {"/ktrain-launch": "$launcher"}}
+  $launcher_image
 }
 JSON
 k8s_test_cleanup() {

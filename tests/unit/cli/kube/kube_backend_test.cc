@@ -333,6 +333,24 @@ TEST_CASE(
   CHECK(served == 2);
 }
 
+TEST_CASE("kube backend: status of a service: its Deployment, only when ktrain made it") {
+  Fixture f;
+  const std::string path = "/apis/apps/v1/namespaces/ml/deployments/web";
+  json d = {{"apiVersion", "apps/v1"},
+            {"kind", "Deployment"},
+            {"metadata", {{"name", "web"}, {"namespace", "ml"}, {"labels", json::object()}}},
+            {"spec", {{"replicas", 1}}},
+            {"status", {{"readyReplicas", 1}}}};
+  f.api.objects[path] = d;
+  // Someone else's Deployment of that name is not a ktrain service.
+  CHECK_THROWS_WITH_AS(f.kb.status("web"), doctest::Contains("run \"web\" not found"), Error);
+  d["metadata"]["labels"] = {{"app.kubernetes.io/managed-by", "ktrain"}, {"ktrain.dev/run", "web"}};
+  f.api.objects[path] = d;
+  auto st = f.kb.status("web");
+  CHECK(st.summary.kind == "serve");
+  CHECK(st.summary.state == backend::RunState::kRunning);
+}
+
 TEST_CASE("kube backend: status of an unknown run is 'not found', exit 1") {
   Fixture f;
   try {
