@@ -640,7 +640,8 @@ void add_build_command(CLI::App& app, Env& env, CommandResult& result) {
   sub->add_option("--insecure-registry", opts->insecure_registries,
                   "Use plain HTTP for this registry host (localhost and 127.0.0.1 always do)");
   sub->add_option("--tag", opts->tags, "Also push under this tag (repeatable)");
-  sub->add_option("--compression", opts->compression, "Layer compression: gzip (default) or zstd");
+  sub->add_option("--compression", opts->compression, "Layer compression (default gzip)")
+      ->type_name("gzip|zstd");
   sub->add_flag("--no-cache", opts->no_cache, "Rebuild every layer instead of reusing cached ones");
   sub->add_flag("--no-stream", opts->no_stream,
                 "Upload the workspace layer after building it rather than while building it");

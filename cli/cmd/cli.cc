@@ -41,7 +41,8 @@ void add_global_flags(CLI::App& app, GlobalOptions& g) {
   app.add_option("--kubeconfig", g.kubeconfig, "Path to the kubeconfig file")->group("Global");
   app.add_option("--context", g.context, "The kubeconfig context to use")->group("Global");
   app.add_option("-n,--namespace", g.namespace_, "The namespace to use")->group("Global");
-  app.add_option("-o,--output", g.output, "Output format: table|wide|yaml|json|name")
+  app.add_option("-o,--output", g.output, "Output format")
+      ->type_name("table|wide|yaml|json|name")
       ->group("Global");
   app.add_flag("-v,--verbose", g.verbose, "Log requests and timings (repeat for more)")
       ->group("Global");

@@ -1,5 +1,6 @@
 #include "cmd/completion.h"
 
+#include <cctype>
 #include <memory>
 #include <ostream>
 #include <sstream>
@@ -26,6 +27,8 @@ struct Flag {
   std::string description;
   bool takes_value = false;
   bool file = false;
+  /// The values it takes, from a type name such as "client|server|none"; empty when free.
+  std::vector<std::string> choices;
 
   /// Every spelling, "-f --file".
   std::vector<std::string> spellings() const {
@@ -44,6 +47,25 @@ struct Verb {
   bool takes_run = false;  ///< has a RUN argument (completed with `ktrain list -o name`)
 };
 
+/// "a|b|c" -> {a, b, c}: a flag's type name lists its values (shown so in --help too).
+/// Any other type name (TEXT, DIR, REF) means a free value.
+std::vector<std::string> choices_of(const std::string& type_name) {
+  if (type_name.find('|') == std::string::npos) return {};
+  std::vector<std::string> values;
+  std::string word;
+  for (char c : type_name + "|") {
+    if (c == '|') {
+      if (!word.empty()) values.push_back(word);
+      word.clear();
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '/' || c == '.') {
+      word += c;
+    } else {
+      return {};
+    }
+  }
+  return values;
+}
+
 std::vector<Flag> flags_of(const CLI::App& app, bool global_only) {
   std::vector<Flag> flags;
   for (const CLI::Option* opt : app.get_options()) {
@@ -55,6 +77,7 @@ std::vector<Flag> flags_of(const CLI::App& app, bool global_only) {
     f.description = opt->get_description();
     f.takes_value = opt->get_expected_max() > 0;  // a flag expects no value
     for (const auto& l : f.longs) f.file = f.file || takes_file(l);
+    if (f.takes_value) f.choices = choices_of(opt->get_type_name());
     flags.push_back(std::move(f));
   }
   return flags;
@@ -113,7 +136,59 @@ std::vector<std::string> names(const std::vector<Verb>& verbs, bool only_run_ver
   return n;
 }
 
-const std::string kOutputFormats = "table wide yaml json name";
+/// `case` arms of a bash or zsh script for the values of flags that list theirs: the verb's
+/// own as "VERB:FLAG", then the global ones as "*:FLAG" (they come before or after the verb).
+std::string value_cases(const std::vector<Verb>& verbs, const std::vector<Flag>& globals,
+                        bool zsh) {
+  std::ostringstream s;
+  auto arm = [&](const std::string& verb, const Flag& f) {
+    if (f.choices.empty()) return;
+    std::vector<std::string> patterns;
+    for (const auto& n : f.spellings()) patterns.push_back(verb + ":" + n);
+    s << "    " << join(patterns, "|") << ")\n";
+    if (zsh) {
+      s << "      compadd -- " << join(f.choices) << "; return ;;\n";
+    } else {
+      s << "      COMPREPLY=($(compgen -W " << quote(join(f.choices)) << " -- \"$cur\"))\n"
+        << "      return 0 ;;\n";
+    }
+  };
+  for (const auto& v : verbs) {
+    for (const auto& f : v.flags) arm(v.name, f);
+  }
+  for (const auto& f : globals) arm("*", f);
+  return s.str();
+}
+
+/// Shell lines that collect, from the words typed so far, what picks the cluster
+/// (-n, --context, --kubeconfig, --local) into the array `ctx`, so that run names are
+/// listed where the command will run. bash splits "--context=x" at "=".
+const char* kBashContext =
+    "  ctx=()\n"
+    "  for (( i = 1; i < COMP_CWORD; i++ )); do\n"
+    "    w=\"${COMP_WORDS[i]}\"\n"
+    "    case \"$w\" in\n"
+    "      -n|--namespace|--context|--kubeconfig)\n"
+    "        if [[ \"${COMP_WORDS[i+1]}\" == = ]]; then (( i++ )); fi\n"
+    "        (( i + 1 < COMP_CWORD )) || break\n"
+    "        (( i++ ))\n"
+    "        ctx+=(\"$w\" \"${COMP_WORDS[i]/#\\~/$HOME}\") ;;\n"
+    "      --local) ctx+=(--local) ;;\n"
+    "    esac\n"
+    "  done\n";
+const char* kZshContext =
+    "  ctx=()\n"
+    "  for (( i = 2; i < CURRENT; i++ )); do\n"
+    "    w=${words[i]}\n"
+    "    case $w in\n"
+    "      -n|--namespace|--context|--kubeconfig)\n"
+    "        (( i + 1 < CURRENT )) || break\n"
+    "        (( i++ ))\n"
+    "        ctx+=($w ${words[i]/#\\~/$HOME}) ;;\n"
+    "      --namespace=*|--context=*|--kubeconfig=*) ctx+=(${w/=\\~/=$HOME}) ;;\n"
+    "      --local) ctx+=(--local) ;;\n"
+    "    esac\n"
+    "  done\n";
 
 std::string bash_script(const std::vector<Verb>& verbs, const std::vector<Flag>& top,
                         const std::vector<Flag>& globals) {
@@ -123,7 +198,7 @@ std::string bash_script(const std::vector<Verb>& verbs, const std::vector<Flag>&
        "#   source <(ktrain completion bash)\n"
        "# or save it as ~/.local/share/bash-completion/completions/ktrain.\n"
        "_ktrain() {\n"
-       "  local cur prev verb w i skip=0 opts values files\n"
+       "  local cur prev verb w i skip=0 opts values files ctx\n"
        "  COMPREPLY=()\n"
        "  cur=\"${COMP_WORDS[COMP_CWORD]}\"\n"
        "  prev=\"\"\n"
@@ -152,11 +227,8 @@ std::string bash_script(const std::vector<Verb>& verbs, const std::vector<Flag>&
     << "  esac\n"
     << "  values=\"$values " << join(global_values) << " \"\n"
     << "  files=\"$files " << join(spellings(globals, true, true)) << " \"\n"
-    << "  case \"$prev\" in\n"
-    << "    -o|--output)\n"
-    << "      COMPREPLY=($(compgen -W " << quote(kOutputFormats) << " -- \"$cur\"))\n"
-    << "      return 0 ;;\n"
-    << "  esac\n"
+    << "  case \"$verb:$prev\" in\n"
+    << value_cases(verbs, globals, false) << "  esac\n"
     << "  if [[ -n \"$prev\" && \"$files\" == *\" $prev \"* ]]; then\n"
     << "    compopt -o filenames 2>/dev/null\n"
     << "    COMPREPLY=($(compgen -f -- \"$cur\"))\n"
@@ -180,8 +252,9 @@ std::string bash_script(const std::vector<Verb>& verbs, const std::vector<Flag>&
     << "  elif [[ \"$verb\" == completion ]]; then\n"
     << "    COMPREPLY=($(compgen -W " << quote("bash zsh fish") << " -- \"$cur\"))\n"
     << "  elif [[ " << quote(" " + join(names(verbs, true)) + " ") << " == *\" $verb \"* ]]; then\n"
-    << "    COMPREPLY=($(compgen -W \"$(\"${COMP_WORDS[0]}\" list -o name 2>/dev/null)\" -- "
-       "\"$cur\"))\n"
+    << kBashContext
+    << "    COMPREPLY=($(compgen -W \"$(\"${COMP_WORDS[0]}\" list \"${ctx[@]}\" -o name "
+       "2>/dev/null)\" -- \"$cur\"))\n"
     << "  fi\n"
     << "  return 0\n"
     << "}\n"
@@ -198,7 +271,7 @@ std::string zsh_script(const std::vector<Verb>& verbs, const std::vector<Flag>& 
        "# in a folder of $fpath, or load it with: source <(ktrain completion zsh)\n"
        "_ktrain() {\n"
        "  local verb w i skip=0 prev\n"
-       "  local -a verbs opts values files\n"
+       "  local -a verbs opts values files ctx\n"
        "  verbs=(\n";
   for (const auto& v : verbs) s << "    " << quote(v.name + ":" + v.description) << "\n";
   s << "  )\n"
@@ -224,10 +297,8 @@ std::string zsh_script(const std::vector<Verb>& verbs, const std::vector<Flag>& 
     << "  values+=(" << join(global_values) << ")\n"
     << "  files+=(" << join(spellings(globals, true, true)) << ")\n"
     << "  prev=${words[CURRENT-1]}\n"
-    << "  if [[ $prev == -o || $prev == --output ]]; then\n"
-    << "    compadd -- " << kOutputFormats << "\n"
-    << "    return\n"
-    << "  fi\n"
+    << "  case $verb:$prev in\n"
+    << value_cases(verbs, globals, true) << "  esac\n"
     << "  if (( ${files[(Ie)$prev]} )); then _files; return; fi\n"
     << "  if (( ${values[(Ie)$prev]} )); then return; fi\n"
     << "  if [[ -z $verb ]]; then\n"
@@ -243,7 +314,7 @@ std::string zsh_script(const std::vector<Verb>& verbs, const std::vector<Flag>& 
     << "  elif [[ $verb == completion ]]; then\n"
     << "    compadd -- bash zsh fish\n"
     << "  elif [[ " << quote(" " + join(names(verbs, true)) + " ") << " == *\" $verb \"* ]]; then\n"
-    << "    compadd -- ${(f)\"$(${words[1]} list -o name 2>/dev/null)\"}\n"
+    << kZshContext << "    compadd -- ${(f)\"$(${words[1]} list $ctx -o name 2>/dev/null)\"}\n"
     << "  else\n"
     << "    _files\n"
     << "  fi\n"
@@ -266,9 +337,7 @@ void fish_flag(std::ostringstream& s, const Flag& f, const std::string& conditio
   } else if (f.takes_value) {
     s << " -x";
   }
-  bool output = false;
-  for (const auto& n : f.longs) output = output || n == "output";
-  if (output) s << " -a " << quote(kOutputFormats, true);
+  if (!f.choices.empty()) s << " -a " << quote(join(f.choices), true);
   if (!f.description.empty()) s << " -d " << quote(f.description, true);
   s << "\n";
 }
@@ -278,7 +347,26 @@ std::string fish_script(const std::vector<Verb>& verbs, const std::vector<Flag>&
   s << "# fish completion for ktrain. Generated by `ktrain completion fish`; save it as\n"
        "# ~/.config/fish/completions/ktrain.fish, or load it with:\n"
        "#   ktrain completion fish | source\n"
-       "complete -c ktrain -f\n";
+       "complete -c ktrain -f\n"
+       "# Run names where the command will run: -n, --context, --kubeconfig, --local.\n"
+       "function __ktrain_runs\n"
+       "    set -l words (commandline -opc)\n"
+       "    set -l ctx\n"
+       "    set -l i 2\n"
+       "    while test $i -le (count $words)\n"
+       "        switch $words[$i]\n"
+       "            case -n --namespace --context --kubeconfig\n"
+       "                if test $i -lt (count $words)\n"
+       "                    set -a ctx $words[$i] $words[(math $i + 1)]\n"
+       "                end\n"
+       "                set i (math $i + 1)\n"
+       "            case '--namespace=*' '--context=*' '--kubeconfig=*' --local\n"
+       "                set -a ctx $words[$i]\n"
+       "        end\n"
+       "        set i (math $i + 1)\n"
+       "    end\n"
+       "    ktrain list $ctx -o name 2>/dev/null\n"
+       "end\n";
   for (const auto& f : top) fish_flag(s, f, "");
   for (const auto& v : verbs) {
     s << "complete -c ktrain -n __fish_use_subcommand -a " << v.name << " -d "
@@ -293,7 +381,7 @@ std::string fish_script(const std::vector<Verb>& verbs, const std::vector<Flag>&
   for (const auto& v : verbs) {
     if (!v.takes_run) continue;
     s << "complete -c ktrain -n " << quote("__fish_seen_subcommand_from " + v.name, true)
-      << " -a '(ktrain list -o name 2>/dev/null)'\n";
+      << " -a '(__ktrain_runs)'\n";
   }
   return s.str();
 }

@@ -144,7 +144,9 @@ void add_init_command(CLI::App& app, Env& env, CommandResult& result) {
   sub->add_option("-f,--file", o->file, "Where to write (default ktrain.yaml; - for stdout)");
   sub->add_option("--name", o->name, "Project name (default: from the folder name)");
   sub->add_option("--image", o->image, "Image to run (default: a stock image for the framework)");
-  sub->add_option("--framework", o->framework, "pytorch | paddle | tensorflow | jax | none");
+  sub->add_option("--framework", o->framework,
+                  "The framework whose environment the workers get (default pytorch)")
+      ->type_name("pytorch|paddle|tensorflow|jax|none");
   sub->add_option("--gpus", o->gpus, "GPUs per node (default 1)");
   sub->add_option("--nodes", o->nodes, "Nodes (default 1)");
   sub->add_flag("--force", o->force, "Overwrite an existing file");

@@ -208,7 +208,8 @@ void add_serve_command(CLI::App& app, Env& env, CommandResult& result) {
                   "Give up waiting for the rollout after this long (exit 124)")
       ->capture_default_str();
   sub->add_flag("--no-wait", opts->no_wait, "Apply and return without waiting for the rollout");
-  sub->add_option("--dry-run", opts->dry_run, "server: validate on the server, change nothing");
+  sub->add_option("--dry-run", opts->dry_run, "server: validate on the server, change nothing")
+      ->type_name("server|none");
   sub->callback([opts, &env, &result] {
     opts->output_format = env.global.output;
     const ServeRun r = opts->validate();

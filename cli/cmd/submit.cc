@@ -128,7 +128,8 @@ void add_submit_command(CLI::App& app, Env& env, CommandResult& result) {
   sub->add_option("--dry-run", opts->dry_run,
                   "client: print what would be sent; server: have the API server check it")
       ->expected(0, 1)
-      ->default_str("client");
+      ->default_str("client")
+      ->type_name("client|server|none");
   sub->add_flag("--build", opts->build,
                 "Build and push the image first (as ktrain build), then run it by digest");
   sub->add_option("--insecure-registry", opts->insecure_registries,

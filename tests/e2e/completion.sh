@@ -54,6 +54,26 @@ expect_words "--follow" ktrain logs --foll
 expect_has submit ktrain -n team sub
 expect_words "json" ktrain list -o js
 expect_words "bash" ktrain completion ba
+# Flags that take one of a few values complete them (the same values --help shows).
+expect_words "client none server" ktrain submit --dry-run ""
+expect_words "none server" ktrain serve --dry-run ""
+expect_words "paddle pytorch" ktrain init --framework p
+expect_words "gzip zstd" ktrain build --compression ""
+expect_words "yaml" ktrain status -o y
+expect_words "json" ktrain -o j
+"$ktrain" submit --help | grep -q -- "--dry-run client|server|none" || fail "submit --help lacks the --dry-run values"
+"$ktrain" init --help | grep -q -- "pytorch|paddle|tensorflow|jax|none" || fail "init --help lacks the --framework values"
+# Run names are listed where the command will run: -n, --context, --kubeconfig and
+# --local typed before or after the verb are passed on to `ktrain list`.
+cat >"$work/fake-ktrain" <<'FAKE'
+#!/bin/sh
+IFS=_; echo "args:$*"
+FAKE
+chmod +x "$work/fake-ktrain"
+expect_words "args:list_-o_name" "$work/fake-ktrain" logs ""
+expect_words "args:list_-n_team_--context_prod_-o_name" "$work/fake-ktrain" -n team logs --context prod a
+expect_words "args:list_--context_prod_-o_name" "$work/fake-ktrain" status --context = prod ""
+expect_words "args:list_--kubeconfig_$HOME/kc_--local_-o_name" "$work/fake-ktrain" delete --kubeconfig "~/kc" --local ""
 # A run name after status/logs/delete comes from `ktrain list -o name`: none here.
 export XDG_STATE_HOME="$work/state" HOME="$work/home"
 unset KUBECONFIG KUBERNETES_SERVICE_HOST
@@ -74,6 +94,18 @@ else
 fi
 if command -v fish >/dev/null; then
   fish -n "$work/ktrain.fish" || fail "fish -n rejects the fish script"
+  # fish completes without a terminal (complete -C): values, and run names with the
+  # cluster flags passed on (the fake ktrain prints the arguments it was given).
+  fish_complete() {
+    PATH="$work/fakebin:$PATH" fish -c "source $work/ktrain.fish; complete -C'$1'" | cut -f1 |
+      sort | tr '\n' ' ' | sed 's/ $//'
+  }
+  mkdir -p "$work/fakebin"
+  cp "$work/fake-ktrain" "$work/fakebin/ktrain"
+  got=$(fish_complete "ktrain submit --dry-run ")
+  [ "$got" = "client none server" ] || fail "fish: --dry-run values: '$got'"
+  got=$(fish_complete "ktrain -n team logs --context prod ")
+  [ "$got" = "args:list_-n_team_--context_prod_-o_name" ] || fail "fish: run names: '$got'"
 else
   echo "skip: fish is not installed"
 fi
