@@ -74,10 +74,11 @@ TEST_CASE("completion: -f/--file completes file names in bash") {
 TEST_CASE("completion: run names for the verbs that take a RUN come from `ktrain list`") {
   auto bash = run({"completion", "bash"}).out;
   CHECK(has(bash, "' status logs delete ' == *\" $verb \"*"));
-  CHECK(has(bash, "list -o name"));
+  CHECK(has(bash, "list \"${ctx[@]}\" -o name"));
   auto fish = run({"completion", "fish"}).out;
-  CHECK(has(fish, "'__fish_seen_subcommand_from logs' -a '(ktrain list -o name 2>/dev/null)'"));
-  CHECK_FALSE(has(fish, "'__fish_seen_subcommand_from submit' -a '(ktrain list"));
+  CHECK(has(fish, "'__fish_seen_subcommand_from logs' -a '(__ktrain_runs)'"));
+  CHECK(has(fish, "ktrain list $ctx -o name 2>/dev/null"));
+  CHECK_FALSE(has(fish, "'__fish_seen_subcommand_from submit' -a '(__ktrain_runs)'"));
 }
 
 TEST_CASE("completion: the script is the same every time") {
