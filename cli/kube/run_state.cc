@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "base/timefmt.h"
@@ -279,8 +280,63 @@ backend::RunStatus describe_service(const json& d, const std::vector<json>& pods
   return rs;
 }
 
+namespace {
+
+/// When an event happened last and first (events.k8s.io series, core/v1 timestamps, or
+/// when it was recorded).
+std::optional<std::chrono::system_clock::time_point> event_time(const json& e, bool first) {
+  if (auto t = time_at(e, {first ? "firstTimestamp" : "lastTimestamp"})) return t;
+  if (auto t = time_at(e, {"eventTime"})) return t;
+  if (!first) {
+    if (auto t = time_at(e, {"series", "lastObservedTime"})) return t;
+  }
+  return time_at(e, {"metadata", "creationTimestamp"});
+}
+
+/// An event about a pod: its newest message, and when that reason was first and last seen.
+struct PodEvent {
+  std::string message;
+  std::optional<std::chrono::system_clock::time_point> first, last;
+};
+
+/// The node groups in a Cluster Autoscaler TriggeredScaleUp message,
+/// "pod triggered scale-up: [{ng-a 1->2 (max: 10)} {ng-b 0->1 (max: 3)}]", as
+/// "ng-a (1 -> 2 nodes, at most 10), ng-b (...)"; "" when the message has another shape.
+std::string scale_up_groups(const std::string& message) {
+  std::string out;
+  size_t at = 0;
+  while ((at = message.find('{', at)) != std::string::npos) {
+    const size_t end = message.find('}', at);
+    if (end == std::string::npos) break;
+    std::istringstream in(message.substr(at + 1, end - at - 1));
+    std::string group, sizes, max_word, max;
+    in >> group >> sizes >> max_word >> max;
+    const size_t arrow = sizes.find("->");
+    if (group.empty() || arrow == std::string::npos) return "";
+    std::string text =
+        group + " (" + sizes.substr(0, arrow) + " -> " + sizes.substr(arrow + 2) + " nodes";
+    if (max_word == "(max:" && !max.empty() && max.back() == ')') {
+      text += ", at most " + max.substr(0, max.size() - 1);
+    }
+    out += (out.empty() ? "" : ", ") + text + ")";
+    at = end + 1;
+  }
+  return out;
+}
+
+/// The autoscaler's reasons in a NotTriggerScaleUp message ("pod didn't trigger
+/// scale-up: 3 node(s) didn't match ..., 1 max node group size reached"): after the first
+/// ": ", or the whole message.
+std::string no_scale_up_reasons(const std::string& message) {
+  const size_t colon = message.find(": ");
+  return colon == std::string::npos ? message : message.substr(colon + 2);
+}
+
+}  // namespace
+
 backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
-                                const std::vector<json>& events) {
+                                const std::vector<json>& events,
+                                std::chrono::system_clock::time_point now) {
   backend::RunStatus rs;
   rs.summary = summarize_job(job);
   const std::string job_name = str(job, {"metadata", "name"});
@@ -324,7 +380,8 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
   }
 
   // Events about the Job and its pods, latest message per (object, reason).
-  std::map<std::string, std::string> pod_event;  // "pod/reason" -> message
+  std::map<std::string, std::string> pod_event;     // "pod/reason" -> message
+  std::map<std::string, PodEvent> pod_event_times;  // "pod/reason" -> newest, first, last
   std::vector<std::string> job_event_messages;
   for (const auto& e : events) {
     const auto kind = str(e, {"involvedObject", "kind"});
@@ -338,13 +395,35 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
         job_event_messages.push_back(message);
       }
     } else if (kind == "Pod" && pod_names.count(name)) {
-      pod_event[name + "/" + reason] = message;
+      const std::string key = name + "/" + reason;
+      PodEvent& pe = pod_event_times[key];
+      const auto last = event_time(e, false);
+      const auto first = event_time(e, true);
+      if (!pe.last || (last && *last >= *pe.last)) {
+        pe.message = message;
+        pe.last = last;
+        pod_event[key] = message;
+      }
+      if (first && (!pe.first || *first < *pe.first)) pe.first = first;
     }
   }
+  // What the Cluster Autoscaler last said of a pod that cannot be scheduled: the newer of
+  // TriggeredScaleUp and NotTriggerScaleUp, or nullptr.
+  auto autoscaler_event = [&](const std::string& pod, bool* triggered) -> const PodEvent* {
+    auto up = pod_event_times.find(pod + "/TriggeredScaleUp");
+    auto no = pod_event_times.find(pod + "/NotTriggerScaleUp");
+    const PodEvent* a = up == pod_event_times.end() ? nullptr : &up->second;
+    const PodEvent* b = no == pod_event_times.end() ? nullptr : &no->second;
+    if (a && b) (a->last >= b->last ? b : a) = nullptr;
+    *triggered = a != nullptr;
+    return a ? a : b;
+  };
 
   const bool ended = rs.summary.state == backend::RunState::kSucceeded ||
                      rs.summary.state == backend::RunState::kFailed;
-  Grouped unschedulable, image_pull, config_error, oom, failed;
+  Grouped unschedulable, image_pull, config_error, oom, failed, scaling_up, no_scale_up;
+  // For each scale-up in progress, when the first of its pods asked for it.
+  std::map<std::string, std::chrono::system_clock::time_point> scale_up_since;
   std::map<int, std::string> image_of_rank;
   std::set<int> launcher_image_ranks;  // ranks that cannot pull the launcher image
   const int n = std::max(rs.summary.nodes, newest.empty() ? 0 : newest.rbegin()->first + 1);
@@ -413,7 +492,27 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
     if (rank.reason == "Unschedulable") {
       std::string msg = rank.message;
       if (msg.empty()) msg = pod_event[rank.pod + "/FailedScheduling"];
-      unschedulable.add(msg, i);
+      bool triggered = false;
+      if (const PodEvent* ca = autoscaler_event(rank.pod, &triggered); ca && triggered) {
+        std::string groups = scale_up_groups(ca->message);
+        std::string text =
+            groups.empty()
+                ? "the Cluster Autoscaler is adding nodes (" + ca->message + ")"
+                : "the Cluster Autoscaler is adding a node to " +
+                      std::string(std::count(ca->message.begin(), ca->message.end(), '{') == 1
+                                      ? "group "
+                                      : "groups ") +
+                      groups;
+        if (ca->first) {
+          auto [since, fresh] = scale_up_since.emplace(text, *ca->first);
+          if (!fresh && *ca->first < since->second) since->second = *ca->first;
+        }
+        scaling_up.add(text, i);
+      } else if (ca) {
+        no_scale_up.add(no_scale_up_reasons(ca->message) + "\x1f" + msg, i);
+      } else {
+        unschedulable.add(msg, i);
+      }
     } else if (is_image_pull_reason(rank.reason)) {
       std::string msg = pod_event[rank.pod + "/Failed"];
       if (msg.empty()) msg = rank.message;
@@ -461,6 +560,25 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
   for (const auto& msg : unschedulable.order) {
     rs.explanations.push_back(format_ranks(unschedulable.ranks[msg]) + " cannot be scheduled: " +
                               (msg.empty() ? "no node fits (no message from the scheduler)" : msg));
+  }
+  for (const auto& msg : scaling_up.order) {
+    const auto& ranks = scaling_up.ranks[msg];
+    std::string text =
+        format_ranks(ranks) + (ranks.size() == 1 ? " waits" : " wait") + " for a node: " + msg;
+    if (auto since = scale_up_since.find(msg);
+        since != scale_up_since.end() && now > since->second) {
+      text += ", for " + format_age(now - since->second) + " so far";
+    }
+    rs.explanations.push_back(text);
+  }
+  for (const auto& key : no_scale_up.order) {
+    const size_t sep = key.find('\x1f');
+    const std::string reasons = key.substr(0, sep), scheduler = key.substr(sep + 1);
+    rs.explanations.push_back(
+        format_ranks(no_scale_up.ranks[key]) +
+        " cannot be scheduled, and no node group of the Cluster Autoscaler can fit " +
+        (no_scale_up.ranks[key].size() == 1 ? "it" : "them") + ": " + reasons +
+        (scheduler.empty() ? "" : " (scheduler: " + scheduler + ")"));
   }
   for (const auto& msg : image_pull.order) {
     const auto& ranks = image_pull.ranks[msg];

@@ -38,9 +38,11 @@ int pod_rank(const nlohmann::json& pod);
 
 /// Everything `ktrain status` shows, from the Job, its pods (any order; for a rank with
 /// several pods the newest counts) and the events in its namespace (those about other
-/// objects are ignored).
-backend::RunStatus describe_run(const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
-                                const std::vector<nlohmann::json>& events);
+/// objects are ignored). `now` dates how long a pod has waited for the Cluster Autoscaler.
+backend::RunStatus describe_run(
+    const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
+    const std::vector<nlohmann::json>& events,
+    std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
 /// The name of the container that runs the work in a ktrain pod ("train").
 inline constexpr const char* kTrainContainer = "train";

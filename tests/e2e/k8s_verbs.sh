@@ -128,6 +128,35 @@ expect_contains "$out" "State:      Pending" "status: pending"
 expect_contains "$out" "Why:        rank 0 cannot be scheduled: $sched" "status: why it waits, in the scheduler's words"
 expect_contains "$sched" "2 Insufficient nvidia.com/gpu" "the scheduler's reason: GPUs"
 
+# The Cluster Autoscaler answers an unschedulable pod with an event on it; posted here as
+# it posts them (core/v1 Event, source cluster-autoscaler), read back by status.
+big_pod="$(kubectl get pods -l ktrain.dev/run=big-a -o jsonpath='{.items[0].metadata.name}')"
+ca_event() {  # ca_event NAME REASON MESSAGE FIRST
+  kubectl create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Event
+metadata: {name: $1, namespace: default}
+involvedObject: {kind: Pod, name: $big_pod, namespace: default, apiVersion: v1}
+reason: $2
+message: "$3"
+type: Normal
+source: {component: cluster-autoscaler}
+firstTimestamp: "$4"
+lastTimestamp: "$4"
+count: 1
+YAML
+}
+ca_event big-a-up TriggeredScaleUp "pod triggered scale-up: [{gpu-pool 1->2 (max: 4)}]" \
+  "$(date -u -d '-3 min' +%Y-%m-%dT%H:%M:%SZ)"
+k_ok "status big, scaling up" status big-a
+expect_contains "$out" "rank 0 waits for a node: the Cluster Autoscaler is adding a node to group gpu-pool (1 -> 2 nodes, at most 4), for 3m" \
+  "status: waiting for the Cluster Autoscaler, with the group and how long"
+ca_event big-a-no NotTriggerScaleUp "pod didn't trigger scale-up: 1 max node group size reached" \
+  "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+k_ok "status big, no scale-up" status big-a -o json
+expect_contains "$out" "no node group of the Cluster Autoscaler can fit it: 1 max node group size reached (scheduler: " \
+  "status: the autoscaler's newest answer, with its reasons"
+
 kubectl create namespace team >/dev/null
 kubectl create quota gpus -n team --hard=requests.nvidia.com/gpu=0 >/dev/null
 k_ok "submit quota" -n team submit -f quota.yaml --run-id a

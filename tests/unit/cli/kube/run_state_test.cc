@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/timefmt.h"
 #include "kube/run_state.h"
 
 using ktrain::backend::RunState;
@@ -256,4 +257,81 @@ TEST_CASE("run state: a service's Deployment: replicas, readiness, a row per pod
   CHECK(st.conditions == std::vector<std::string>{"Available=False: MinimumReplicasUnavailable"});
   d["status"]["readyReplicas"] = 2;
   CHECK(ktrain::kube::summarize_deployment(d).state == RunState::kRunning);
+}
+
+namespace {
+
+json pending_unschedulable(const std::string& msg) {
+  return {{"phase", "Pending"},
+          {"conditions",
+           {{{"type", "PodScheduled"},
+             {"status", "False"},
+             {"reason", "Unschedulable"},
+             {"message", msg}}}}};
+}
+
+json timed_event(const std::string& pod, const std::string& reason, const std::string& message,
+                 const std::string& first, const std::string& last) {
+  json e = event("Pod", pod, reason, message);
+  e["firstTimestamp"] = first;
+  e["lastTimestamp"] = last;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("run state: a pod waiting for the Cluster Autoscaler says which group grows, how long") {
+  const std::string sched = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.";
+  std::vector<json> events = {
+      timed_event("r-0", "FailedScheduling", sched, "2027-01-15T07:00:02Z", "2027-01-15T07:03:00Z"),
+      timed_event("r-0", "TriggeredScaleUp",
+                  "pod triggered scale-up: [{gpu-h100-pool 1->3 (max: 8)}]", "2027-01-15T07:00:05Z",
+                  "2027-01-15T07:00:05Z"),
+      timed_event("r-1", "TriggeredScaleUp",
+                  "pod triggered scale-up: [{gpu-h100-pool 1->3 (max: 8)}]", "2027-01-15T07:00:07Z",
+                  "2027-01-15T07:00:07Z"),
+  };
+  const auto now = *ktrain::parse_rfc3339("2027-01-15T07:04:05Z");
+  auto st = ktrain::kube::describe_run(
+      job("r", {{"active", 2}}),
+      {pod("r-0", 0, pending_unschedulable(sched)), pod("r-1", 1, pending_unschedulable(sched))},
+      events, now);
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0] ==
+        "ranks 0, 1 wait for a node: the Cluster Autoscaler is adding a node to group "
+        "gpu-h100-pool (1 -> 3 nodes, at most 8), for 4m so far");
+  CHECK(st.ranks[0].reason == "Unschedulable");
+}
+
+TEST_CASE("run state: no node group fits: the autoscaler's reasons, then the scheduler's") {
+  const std::string sched = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.";
+  const std::string no =
+      "pod didn't trigger scale-up: 2 node(s) didn't match Pod's node affinity/selector, 1 max "
+      "node group size reached";
+  // An earlier scale-up that the autoscaler later gave up on: the newest answer counts.
+  std::vector<json> events = {
+      timed_event("r-0", "TriggeredScaleUp", "pod triggered scale-up: [{a 0->1 (max: 1)}]",
+                  "2027-01-15T07:00:05Z", "2027-01-15T07:00:05Z"),
+      timed_event("r-0", "NotTriggerScaleUp", no, "2027-01-15T07:02:00Z", "2027-01-15T07:05:00Z"),
+  };
+  auto st = ktrain::kube::describe_run(job("r", {{"active", 1}}, 1),
+                                       {pod("r-0", 0, pending_unschedulable(sched))}, events,
+                                       *ktrain::parse_rfc3339("2027-01-15T07:06:00Z"));
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0] ==
+        "rank 0 cannot be scheduled, and no node group of the Cluster Autoscaler can fit it: 2 "
+        "node(s) didn't match Pod's node affinity/selector, 1 max node group size reached "
+        "(scheduler: " +
+            sched + ")");
+
+  // An autoscaler message of another shape is quoted as it is.
+  events = {timed_event("r-0", "TriggeredScaleUp", "pod triggered scale-up: something new",
+                        "2027-01-15T07:00:05Z", "2027-01-15T07:00:05Z")};
+  st = ktrain::kube::describe_run(job("r", {{"active", 1}}, 1),
+                                  {pod("r-0", 0, pending_unschedulable(sched))}, events,
+                                  *ktrain::parse_rfc3339("2027-01-15T07:00:35Z"));
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0] ==
+        "rank 0 waits for a node: the Cluster Autoscaler is adding nodes (pod triggered "
+        "scale-up: something new), for 30s so far");
 }
