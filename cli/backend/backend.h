@@ -6,12 +6,14 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/selector.h"
 #include "project/project.h"
 
 namespace ktrain::backend {
@@ -32,6 +34,14 @@ struct RunSummary {
   int nodes = 0;
   int gpus = 0;  ///< per node
   std::chrono::system_clock::time_point created;
+  std::map<std::string, std::string> labels;  ///< the Job's (Deployment's) labels
+};
+
+/// Which runs `list` returns.
+struct ListFilter {
+  bool all_namespaces = false;
+  LabelSelector selector;  ///< -l: only runs whose labels match
+  std::string sweep;       ///< --sweep: only the runs of this sweep
 };
 
 /// One rank (node/pod) of a run, as `ktrain status` shows it.
@@ -114,8 +124,13 @@ class Backend {
   virtual ~Backend() = default;
   /// Starts the project's training job (one run per sweep combination).
   virtual SubmitResult submit(const project::Project& project, const SubmitOptions& opts) = 0;
-  /// The runs this backend knows, newest first.
-  virtual std::vector<RunSummary> list(bool all_namespaces) = 0;
+  /// The runs this backend knows that pass `filter`, newest first.
+  virtual std::vector<RunSummary> list(const ListFilter& filter) = 0;
+  /// Calls `on_change` with list(filter) now and whenever a run is added, removed or
+  /// changes, until `on_change` returns false or `cancelled` says stop.
+  virtual void watch_list(const ListFilter& filter,
+                          const std::function<bool(const std::vector<RunSummary>&)>& on_change,
+                          const std::function<bool()>& cancelled) = 0;
   /// The status of one run; throws Error (exit 1) "run X not found" when unknown.
   virtual RunStatus status(const std::string& run) = 0;
   /// Streams the run's logs into `sink` (until the run ends when following).

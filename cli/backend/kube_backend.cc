@@ -507,38 +507,171 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
   return result;
 }
 
-std::vector<RunSummary> KubeBackend::list(bool all_namespaces) {
-  const auto type = kube::resource_type("batch/v1", "Job");
-  const std::string ns = all_namespaces ? "" : client_.default_namespace();
-  kube::ListOptions lo;
-  lo.label_selector = std::string(kube::kLabelManagedBy) + "=ktrain";
-  lo.limit = 250;
-  // What a summary does not need, dropped while each page is parsed.
-  lo.drop_keys = {"managedFields",
-                  "annotations",
-                  "env",
-                  "envFrom",
-                  "command",
-                  "args",
-                  "volumeMounts",
-                  "volumes",
-                  "affinity",
-                  "tolerations",
-                  "podFailurePolicy",
-                  "securityContext",
-                  "nodeSelector",
-                  "uncountedTerminatedPods"};
-  std::vector<RunSummary> out;
-  client_.list(kube::collection_path(type, ns), lo,
-               [&out](json& job) { out.push_back(kube::summarize_job(job)); });
-  // And the services (`ktrain serve`): their Deployments.
-  client_.list(kube::collection_path(kube::resource_type("apps/v1", "Deployment"), ns), lo,
-               [&out](json& d) { out.push_back(kube::summarize_deployment(d)); });
-  std::stable_sort(out.begin(), out.end(), [](const RunSummary& a, const RunSummary& b) {
+namespace {
+
+/// What a summary does not need, dropped while each page or event is parsed.
+const std::vector<std::string> kSummaryDropKeys = {"managedFields",
+                                                   "annotations",
+                                                   "env",
+                                                   "envFrom",
+                                                   "command",
+                                                   "args",
+                                                   "volumeMounts",
+                                                   "volumes",
+                                                   "affinity",
+                                                   "tolerations",
+                                                   "podFailurePolicy",
+                                                   "securityContext",
+                                                   "nodeSelector",
+                                                   "uncountedTerminatedPods"};
+
+/// The labelSelector of a list: ktrain's objects, of the sweep, matching -l.
+std::string list_selector(const ListFilter& f) {
+  std::string sel = std::string(kube::kLabelManagedBy) + "=ktrain";
+  if (!f.sweep.empty()) sel += std::string(",") + kube::kLabelSweep + "=" + f.sweep;
+  if (!f.selector.empty()) sel += "," + f.selector.to_string();
+  return sel;
+}
+
+void sort_runs(std::vector<RunSummary>& runs) {
+  std::stable_sort(runs.begin(), runs.end(), [](const RunSummary& a, const RunSummary& b) {
     if (a.created != b.created) return a.created > b.created;
     return a.name < b.name;
   });
+}
+
+}  // namespace
+
+std::vector<RunSummary> KubeBackend::list(const ListFilter& filter) {
+  const auto type = kube::resource_type("batch/v1", "Job");
+  const std::string ns = filter.all_namespaces ? "" : client_.default_namespace();
+  kube::ListOptions lo;
+  lo.label_selector = list_selector(filter);
+  lo.limit = 250;
+  lo.drop_keys = kSummaryDropKeys;
+  std::vector<RunSummary> out;
+  client_.list(kube::collection_path(type, ns), lo,
+               [&out](json& job) { out.push_back(kube::summarize_job(job)); });
+  // And the services (`ktrain serve`): their Deployments. A sweep has none.
+  if (filter.sweep.empty()) {
+    client_.list(kube::collection_path(kube::resource_type("apps/v1", "Deployment"), ns), lo,
+                 [&out](json& d) { out.push_back(kube::summarize_deployment(d)); });
+  }
+  sort_runs(out);
   return out;
+}
+
+void KubeBackend::watch_list(const ListFilter& filter,
+                             const std::function<bool(const std::vector<RunSummary>&)>& on_change,
+                             const std::function<bool()>& cancelled) {
+  const std::string ns = filter.all_namespaces ? "" : client_.default_namespace();
+  std::mutex mu;
+  std::condition_variable cv;
+  // By uid: the summary of each Job and Deployment seen.
+  std::map<std::string, RunSummary> jobs, services;
+  bool jobs_listed = false, services_listed = filter.sweep.empty() ? false : true;
+  std::uint64_t version = 0;
+  std::atomic<bool> stop{false};
+  std::optional<Error> error;
+  auto stopped = [&stop] { return stop.load(); };
+  auto guard = [&](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lk(mu);
+      if (!error) error = e;
+      cv.notify_all();
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lk(mu);
+      if (!error) error = Error(std::string("watching the runs: ") + e.what());
+      cv.notify_all();
+    }
+  };
+  kube::WatchOptions wo;
+  wo.label_selector = list_selector(filter);
+  wo.drop_keys = kSummaryDropKeys;
+  wo.cancelled = stopped;
+  auto handlers = [&](std::map<std::string, RunSummary>& into, bool& listed, bool is_job) {
+    auto summarize = [is_job](const json& o) {
+      return is_job ? kube::summarize_job(o) : kube::summarize_deployment(o);
+    };
+    kube::WatchHandlers h;
+    h.on_list = [&, summarize](std::vector<json>& items) {
+      std::lock_guard<std::mutex> lk(mu);
+      into.clear();
+      for (const auto& o : items) into[o["metadata"].value("uid", "")] = summarize(o);
+      listed = true;
+      ++version;
+      cv.notify_all();
+    };
+    h.on_event = [&, summarize](const std::string& type, json& o) {
+      std::lock_guard<std::mutex> lk(mu);
+      const std::string uid = o["metadata"].value("uid", "");
+      if (type == "DELETED") {
+        into.erase(uid);
+      } else {
+        into[uid] = summarize(o);
+      }
+      ++version;
+      cv.notify_all();
+    };
+    return h;
+  };
+  const auto job_handlers = handlers(jobs, jobs_listed, true);
+  const auto service_handlers = handlers(services, services_listed, false);
+  std::thread job_thread([&] {
+    guard([&] {
+      kube::list_watch(client_, env_,
+                       kube::collection_path(kube::resource_type("batch/v1", "Job"), ns), wo,
+                       job_handlers);
+    });
+  });
+  std::thread service_thread;
+  if (filter.sweep.empty()) {
+    service_thread = std::thread([&] {
+      guard([&] {
+        kube::list_watch(client_, env_,
+                         kube::collection_path(kube::resource_type("apps/v1", "Deployment"), ns),
+                         wo, service_handlers);
+      });
+    });
+  }
+  try {
+    std::uint64_t drawn = 0;
+    std::optional<std::string> last;
+    std::unique_lock<std::mutex> lk(mu);
+    while (true) {
+      cv.wait_for(lk, std::chrono::milliseconds(100));
+      if (cancelled && cancelled()) break;
+      if (error) break;
+      if (!jobs_listed || !services_listed || version == drawn) continue;
+      drawn = version;
+      std::vector<RunSummary> runs;
+      for (const auto& [uid, r] : jobs) runs.push_back(r);
+      for (const auto& [uid, r] : services) runs.push_back(r);
+      lk.unlock();
+      sort_runs(runs);
+      // Redrawn when what the table shows changes, not for every status update.
+      std::string fp;
+      for (const auto& r : runs) {
+        fp += r.namespace_ + "/" + r.name + " " + to_string(r.state) + " " +
+              std::to_string(r.nodes) + "\n";
+      }
+      if (fp != last) {
+        last = std::move(fp);
+        if (!on_change(runs)) break;
+      }
+      lk.lock();
+    }
+  } catch (const Error& e) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!error) error = e;
+  }
+  stop = true;
+  cv.notify_all();
+  job_thread.join();
+  if (service_thread.joinable()) service_thread.join();
+  if (error) throw *error;
 }
 
 RunStatus KubeBackend::status(const std::string& run) {

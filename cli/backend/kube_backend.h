@@ -43,7 +43,10 @@ class KubeBackend : public Backend {
 
   /// The ktrain Jobs in the namespace (or all namespaces), newest first; read page by
   /// page, keeping only the summaries.
-  std::vector<RunSummary> list(bool all_namespaces) override;
+  std::vector<RunSummary> list(const ListFilter& filter) override;
+  void watch_list(const ListFilter& filter,
+                  const std::function<bool(const std::vector<RunSummary>&)>& on_change,
+                  const std::function<bool()>& cancelled) override;
 
   /// The Job's conditions, one row per rank, and explanations from pod conditions,
   /// container states and events. Throws Error (exit 1) when there is no such run.

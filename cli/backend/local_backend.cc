@@ -20,6 +20,7 @@
 #include "base/random.h"
 #include "base/timefmt.h"
 #include "project/sweep.h"
+#include "render/workloads.h"
 
 namespace ktrain::backend {
 
@@ -92,6 +93,7 @@ RunSummary summary_of(const LocalRun& run) {
   RunSummary s;
   s.name = run.name;
   s.sweep = run.sweep;
+  s.labels = run.labels;
   s.state = run.state;
   s.nodes = run.nodes;
   s.gpus = run.gpus;
@@ -173,6 +175,8 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
     run.name = project::sweep_run_name(base, point);
     if (point.index >= 0) run.sweep = base;
     run.project = project.name;
+    const auto labels = render::detail::common_labels(project, run.name, run.sweep);
+    for (const auto& [k, v] : labels.items()) run.labels[k] = v.template get<std::string>();
     run.directory = project.directory;
     run.launcher = programs_.launcher;
     run.command = project::substitute_params(train.command, point.params);
@@ -199,7 +203,7 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
   return result;
 }
 
-std::vector<RunSummary> LocalBackend::list(bool /*all_namespaces*/) {
+std::vector<RunSummary> LocalBackend::list(const ListFilter& filter) {
   std::vector<RunSummary> runs;
   std::error_code ec;
   if (!fs::is_directory(root_, ec)) return runs;
@@ -208,6 +212,10 @@ std::vector<RunSummary> LocalBackend::list(bool /*all_namespaces*/) {
     try {
       LocalRun run = read_local_run(entry.path().string());
       settle_orphaned(run);
+      if (!filter.sweep.empty() && run.sweep != filter.sweep) continue;
+      // Runs recorded before labels were kept have those ktrain sets on every run.
+      if (run.labels.empty()) run.labels = {{"ktrain.dev/run", run.name}};
+      if (!filter.selector.matches(run.labels)) continue;
       runs.push_back(summary_of(run));
     } catch (const Error& e) {
       env_.warn(e.what());
@@ -387,6 +395,23 @@ void LocalBackend::remove(const std::string& name) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   if (ec) throw Error("cannot remove '" + dir + "': " + ec.message());
+}
+
+void LocalBackend::watch_list(const ListFilter& filter,
+                              const std::function<bool(const std::vector<RunSummary>&)>& on_change,
+                              const std::function<bool()>& cancelled) {
+  // Local runs are files: read again every 500 ms, passed on when something changed.
+  std::optional<std::string> last;
+  while (!(cancelled && cancelled())) {
+    auto runs = list(filter);
+    std::string fp;
+    for (const auto& r : runs) fp += r.name + "/" + to_string(r.state) + "\n";
+    if (fp != last) {
+      last = std::move(fp);
+      if (!on_change(runs)) return;
+    }
+    env_.clock->sleep_for(std::chrono::milliseconds(500));
+  }
 }
 
 void LocalBackend::watch_status(const std::string& run, const StatusCallback& on_change,

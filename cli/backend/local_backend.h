@@ -26,7 +26,10 @@ class LocalBackend : public Backend {
   LocalBackend(Env& env, LocalPrograms programs);
 
   SubmitResult submit(const project::Project& project, const SubmitOptions& opts) override;
-  std::vector<RunSummary> list(bool all_namespaces) override;
+  std::vector<RunSummary> list(const ListFilter& filter) override;
+  void watch_list(const ListFilter& filter,
+                  const std::function<bool(const std::vector<RunSummary>&)>& on_change,
+                  const std::function<bool()>& cancelled) override;
   RunStatus status(const std::string& run) override;
   void logs(const std::string& run, const LogOptions& opts, const LogSink& sink) override;
   void remove(const std::string& run) override;

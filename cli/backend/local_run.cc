@@ -86,6 +86,7 @@ nlohmann::json to_json(const LocalRun& run) {
   return {{"name", run.name},
           {"sweep", run.sweep},
           {"project", run.project},
+          {"labels", run.labels},
           {"directory", run.directory},
           {"launcher", run.launcher},
           {"command", run.command},
@@ -108,6 +109,7 @@ LocalRun local_run_from_json(const nlohmann::json& j) {
   run.name = j.at("name").get<std::string>();
   run.sweep = j.value("sweep", "");
   run.project = j.value("project", "");
+  run.labels = j.value("labels", std::map<std::string, std::string>{});
   run.directory = j.value("directory", "");
   run.launcher = j.value("launcher", "ktrain-launch");
   run.command = j.value("command", std::vector<std::string>{});

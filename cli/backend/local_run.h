@@ -7,6 +7,7 @@
 //   node-<i>.cause    node i's one-line termination cause, when it wrote one
 //   keeper.log        the keeper's own messages
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,8 +34,9 @@ struct LocalRun {
   std::string name;
   std::string sweep;  ///< the sweep's base name, "" when not part of a sweep
   std::string project;
-  std::string directory;  ///< where the command runs (the project's folder)
-  std::string launcher;   ///< path of ktrain-launch
+  std::map<std::string, std::string> labels;  ///< as a cluster run's Job has them
+  std::string directory;                      ///< where the command runs (the project's folder)
+  std::string launcher;                       ///< path of ktrain-launch
   std::vector<std::string> command;
   project::StringPairs env;  ///< user env, KTRAIN_PARAM_*, framework, preflight...
   std::string framework;

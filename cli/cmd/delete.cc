@@ -49,7 +49,7 @@ struct DeleteOptions {
     std::unique_ptr<backend::Backend> be;
     try {
       be = open_backend_for_sweep(env, target, sweep);
-      for (const auto& s : be->list(false)) {
+      for (const auto& s : be->list({})) {
         if (s.sweep == sweep) found.push_back(s.name);
       }
     } catch (const UsageError&) {

@@ -1,11 +1,15 @@
 #include "cmd/list.h"
 
+#include <algorithm>
+#include <cctype>
 #include <memory>
 #include <ostream>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/selector.h"
 #include "base/timefmt.h"
 #include "cmd/run_common.h"
 
@@ -13,32 +17,114 @@ namespace ktrain::cmd {
 
 namespace {
 
+/// The states --state takes, as `list` shows them.
+const std::vector<backend::RunState> kStates = {
+    backend::RunState::kPending, backend::RunState::kRunning, backend::RunState::kSucceeded,
+    backend::RunState::kFailed};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 struct ListOptions {
   TargetFlags target;
   bool all_namespaces = false;
+  std::string selector;
+  std::vector<std::string> states;
+  std::string sweep;
+  bool watch = false;
 
   int run(Env& env) const {
     const std::string& o = env.global.output;
     if (!o.empty() && o != "table" && o != "wide" && o != "json" && o != "yaml" && o != "name") {
       throw UsageError("-o " + o + ": list prints table, wide, json, yaml or name");
     }
+    backend::ListFilter filter;
+    filter.all_namespaces = all_namespaces;
+    std::string problem;
+    auto sel = parse_label_selector(selector, &problem);
+    if (!sel) throw UsageError("-l " + selector + ": " + problem);
+    filter.selector = std::move(*sel);
+    filter.sweep = sweep;
+    std::set<backend::RunState> wanted;
+    for (const auto& list : states) {
+      std::string word;
+      for (char c : list + ",") {
+        if (c != ',') {
+          word += c;
+          continue;
+        }
+        if (word.empty()) continue;
+        bool known = false;
+        for (auto st : kStates) {
+          if (lower(word) == lower(backend::to_string(st))) {
+            wanted.insert(st);
+            known = true;
+          }
+        }
+        if (!known) {
+          throw UsageError("--state " + word +
+                           ": expected pending, running, succeeded or failed (several: "
+                           "--state failed,running)");
+        }
+        word.clear();
+      }
+    }
+    auto keep = [&wanted](std::vector<backend::RunSummary> runs) {
+      if (wanted.empty()) return runs;
+      std::erase_if(runs, [&](const backend::RunSummary& r) { return !wanted.count(r.state); });
+      return runs;
+    };
     auto be = open_backend(env, target);
-    const auto runs = be->list(all_namespaces);
+    if (!watch) {
+      print(env, keep(be->list(filter)), o, false);
+      return exit_code::kOk;
+    }
+    // --watch: the list now, then again whenever a run comes, goes or changes state;
+    // until interrupted.
+    bool first = true;
+    be->watch_list(
+        filter,
+        [&](const std::vector<backend::RunSummary>& all) {
+          auto runs = keep(all);
+          if (!first && o != "json" && o != "yaml" && o != "name") {
+            *env.out << (env.out_is_terminal ? "\033[H\033[2J" : "\n");
+          }
+          first = false;
+          print(env, runs, o, true);
+          env.out->flush();
+          return static_cast<bool>(*env.out);
+        },
+        nullptr);
+    return exit_code::kOk;
+  }
+
+  /// The runs as a table, as JSON (one line per list when `watching`), YAML (one
+  /// document per list) or names.
+  void print(Env& env, const std::vector<backend::RunSummary>& runs, const std::string& o,
+             bool watching) const {
     const auto now = env.clock->now();
     if (o == "json" || o == "yaml") {
       nlohmann::ordered_json j;
       j["runs"] = nlohmann::ordered_json::array();
       for (const auto& r : runs) j["runs"].push_back(to_json(r, now));
+      if (o == "json" && watching) {
+        *env.out << j.dump() << "\n";
+        return;
+      }
+      if (o == "yaml" && watching) *env.out << "---\n";
       print_document(env, j, o);
-      return exit_code::kOk;
+      return;
     }
     if (o == "name") {
+      if (watching) *env.out << "---\n";
       for (const auto& r : runs) *env.out << r.name << "\n";
-      return exit_code::kOk;
+      return;
     }
     if (runs.empty()) {
-      if (!env.global.quiet) *env.err << "No runs found.\n";
-      return exit_code::kOk;
+      if (!env.global.quiet || watching) *env.err << "No runs found.\n";
+      return;
     }
     size_t width = 4;
     for (const auto& r : runs) width = std::max(width, r.name.size());
@@ -66,7 +152,6 @@ struct ListOptions {
       }
       *env.out << row << "\n";
     }
-    return exit_code::kOk;
   }
 };
 
@@ -78,6 +163,18 @@ void add_list_command(CLI::App& app, Env& env, CommandResult& result) {
       "list", "List runs and services: name, kind, state, nodes (replicas), GPUs, age");
   opts->target.add_to(*sub);
   sub->add_flag("-A,--all-namespaces", opts->all_namespaces, "Runs of every namespace");
+  sub->add_option("-l,--selector", opts->selector,
+                  "Only runs whose labels match, as kubectl -l: team=vision,tier!=dev, "
+                  "'env in (a,b)', '!key'")
+      ->type_name("SELECTOR");
+  sub->add_option("--state", opts->states,
+                  "Only runs in these states (comma-separated or repeated)")
+      ->type_name("pending|running|succeeded|failed");
+  sub->add_option("--sweep", opts->sweep, "Only the runs of this sweep (its base name)")
+      ->type_name("SWEEP");
+  sub->add_flag("-w,--watch", opts->watch,
+                "Print the list again whenever a run comes, goes or changes state (redrawn in "
+                "place on a terminal); until interrupted");
   sub->callback([opts, &env, &result] { result.status = opts->run(env); });
 }
 

@@ -64,7 +64,7 @@ std::unique_ptr<backend::Backend> open_backend(Env& env, const TargetFlags& targ
 std::unique_ptr<backend::Backend> open_backend_for_sweep(Env& env, const TargetFlags& target,
                                                          const std::string& sweep) {
   if (!target.local && (env.var("XDG_STATE_HOME") || env.var("HOME"))) {
-    for (const auto& s : backend::LocalBackend(env, backend::LocalPrograms{}).list(false)) {
+    for (const auto& s : backend::LocalBackend(env, backend::LocalPrograms{}).list({})) {
       if (s.sweep == sweep) return open_local(env);
     }
   }

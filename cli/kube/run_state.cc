@@ -172,8 +172,20 @@ int pod_rank(const json& pod) {
   }
 }
 
+/// metadata.labels as a map (the string values).
+static std::map<std::string, std::string> labels_of(const json& obj) {
+  std::map<std::string, std::string> out;
+  if (const auto& l = at_path(obj, {"metadata", "labels"}); l.is_object()) {
+    for (const auto& [k, v] : l.items()) {
+      if (v.is_string()) out[k] = v.get<std::string>();
+    }
+  }
+  return out;
+}
+
 backend::RunSummary summarize_job(const json& job) {
   backend::RunSummary s;
+  s.labels = labels_of(job);
   s.name = str(job, {"metadata", "labels", kLabelRun});
   if (s.name.empty()) s.name = str(job, {"metadata", "name"});
   s.namespace_ = str(job, {"metadata", "namespace"});
@@ -211,6 +223,7 @@ bool managed_by_ktrain(const json& obj) {
 backend::RunSummary summarize_deployment(const json& d) {
   backend::RunSummary s;
   s.kind = "serve";
+  s.labels = labels_of(d);
   s.name = str(d, {"metadata", "labels", kLabelRun});
   if (s.name.empty()) s.name = str(d, {"metadata", "name"});
   s.namespace_ = str(d, {"metadata", "namespace"});

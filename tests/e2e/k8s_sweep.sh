@@ -65,6 +65,9 @@ expect_contains "$out" "the Job is suspended" "status explains a suspended run"
 
 echo "== delete --all"
 start=$(date +%s.%N)
+k_ok "list --sweep" list --sweep grid-s -o name
+expect_eq "$(sort <<<"$out" | tr '\n' ' ')" "$(kubectl get jobs -l ktrain.dev/sweep=grid-s -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort | tr '\n' ' ')" \
+  "list --sweep: the 200 runs kubectl lists for the sweep's label"
 k_ok "delete the sweep" delete --all grid-s
 echo "delete --all of 200 runs: $(python3 -c "import sys; print('%.1f s' % (float(sys.argv[2]) - float(sys.argv[1])))" "$start" "$(date +%s.%N)")"
 expect_eq "$(count jobs) $(count services) $(count secrets) $(count pods)" "0 0 0 0" "nothing of the sweep is left"

@@ -90,6 +90,17 @@ k_ok "list -o json" list -o json
 expect_eq "$(json 'sorted(r["name"] for r in d["runs"])' <<<"$out")" '["idem-a", "ok-a"]' "list -o json"
 expect_eq "$(kubectl get jobs -l app.kubernetes.io/managed-by=ktrain -o name | sort | tr '\n' ' ')" \
   "job.batch/idem-a job.batch/ok-a " "kubectl lists the same Jobs"
+k_ok "list -l" list -l 'ktrain.dev/run in (ok-a, other)' -o name
+expect_eq "$out" "ok-a" "list -l: the server's label selector"
+expect_eq "$(kubectl get jobs -l 'ktrain.dev/run in (ok-a, other)' -o name)" "job.batch/ok-a" "kubectl -l: the same"
+k_ok "list -l !" list -l '!ktrain.dev/sweep,app.kubernetes.io/name=idem' -o name
+expect_eq "$out" "idem-a" "list -l with a missing label and an equality"
+k_ok "list --state" list --state running -o name
+expect_eq "$out" "idem-a" "list --state running"
+k_ok "list --sweep" list --sweep ok-a -o name
+expect_eq "$out" "" "list --sweep of no sweep: nothing"
+k list -l 'a b'
+expect_eq "$rc" "2" "list -l with a bad selector: exit 2, before any request"
 
 echo "== logs"
 k_ok "logs" logs ok-a
@@ -172,6 +183,19 @@ echo "== submit --wait --timeout"
 k submit -f slow.yaml --run-id w --wait --timeout 3s
 expect_eq "$rc" "124" "--wait --timeout on a run that goes on: exit 124"
 expect_contains "$err" "timed out after 3s waiting for run slow-w" "--timeout message"
+
+echo "== list -w"
+# One JSON line per change: none yet, then the run as it is created and as it ends.
+"$ktrain" list -w -o json -l ktrain.dev/run=ok-w >"$work/watch" 2>&1 &
+watch_pid=$!
+k8s_wait "list -w's first list" 30 grep -qx '{"runs":\[\]}' "$work/watch"
+k_ok "submit ok-w" submit -f ok.yaml --run-id w
+k8s_wait "list -w to show ok-w succeeded" 90 grep -q '"name":"ok-w".*"state":"Succeeded"' "$work/watch"
+kill "$watch_pid"; wait "$watch_pid" 2>/dev/null || true
+grep -q '"name":"ok-w","kind":"train","namespace":"default","state":"\(Pending\|Running\)"' "$work/watch" ||
+  fail "list -w: no line with ok-w before it ended: $(cat "$work/watch")"
+echo "ok: list -w shows the run come and end"
+k_ok "delete ok-w" delete ok-w
 
 echo "== the user RBAC grants nothing"
 set +e

@@ -128,6 +128,46 @@ train:
 YAML
 expect_status 0 "$ktrain" submit -f sweep.yaml --wait --run-id a
 [ "$(cat "$work/out" | tr '\n' ' ')" = "sw-a-0 sw-a-1 sw-a-2 " ] || fail "sweep submit printed: $(cat "$work/out")"
+
+# list filters: --sweep, -l (the labels a cluster run's Job has, and the project's),
+# --state; and list -w.
+names() { tr '\n' ' ' <"$work/out"; }
+expect_status 0 "$ktrain" list --sweep sw-a -o name
+[ "$(names | tr ' ' '\n' | sort | tr '\n' ' ')" = "sw-a-0 sw-a-1 sw-a-2 " ] || fail "list --sweep: $(names)"
+expect_status 0 "$ktrain" list -l 'ktrain.dev/sweep=sw-a,ktrain.dev/run notin (sw-a-1)' -o name
+[ "$(names | tr ' ' '\n' | sort | tr '\n' ' ')" = "sw-a-0 sw-a-2 " ] || fail "list -l: $(names)"
+expect_status 0 "$ktrain" submit -f sweep.yaml --wait --run-id b --set labels.team=vision --set 'train.sweep.x=[1]'
+expect_status 0 "$ktrain" list -l team=vision -o name
+[ "$(names)" = "sw-b-0 " ] || fail "list -l team=vision: $(names)"
+expect_status 0 "$ktrain" list -l '!team' --sweep sw-b -o name
+[ "$(names)" = "" ] || fail "list -l '!team' --sweep sw-b: $(names)"
+expect_status 0 "$ktrain" list --state failed -o name
+[ "$(names)" = "job-bad1 " ] || fail "list --state failed: $(names)"
+expect_status 0 "$ktrain" list --state Succeeded,failed -o name
+grep -qx job-bad1 "$work/out" && grep -qx sw-a-0 "$work/out" || fail "list --state succeeded,failed: $(names)"
+expect_status 0 "$ktrain" list --state running
+grep -q "No runs found" "$work/err" || fail "list --state running with none: $(cat "$work/out" "$work/err")"
+expect_status 2 "$ktrain" list --state done
+grep -q -- "--state done: expected pending, running, succeeded or failed" "$work/err" || fail "list --state done: $(cat "$work/err")"
+expect_status 2 "$ktrain" list -l 'team in vision'
+grep -q -- "-l team in vision: at 9: expected \`(\` after in/notin" "$work/err" || fail "list -l bad: $(cat "$work/err")"
+# -w: a line per change (-o json); a run that starts shows up, and goes when deleted.
+"$ktrain" list -w -o json --state running >"$work/watch" 2>&1 &
+watch_pid=$!
+waitfor() {  # waitfor WHAT CMD...: up to 20 s
+  local what=$1; shift
+  for _ in $(seq 100); do "$@" && return 0; sleep 0.2; done
+  fail "timed out waiting for $what: $(cat "$work/watch")"
+}
+waitfor "the first list" grep -q '^{"runs":\[\]}$' "$work/watch"
+expect_status 0 "$ktrain" submit --run-id w1 --set train.env.MODE=sleep
+waitfor "job-w1 in the list" grep -q '"name":"job-w1"' "$work/watch"
+expect_status 0 "$ktrain" delete job-w1
+waitfor "job-w1 to go" sh -c "tail -n 1 '$work/watch' | grep -qx '{\"runs\":\[\]}'"
+kill "$watch_pid"; wait "$watch_pid" 2>/dev/null || true
+[ "$(wc -l <"$work/watch")" -ge 3 ] || fail "list -w: $(cat "$work/watch")"
+echo "ok: list --sweep, -l, --state, -w"
+expect_status 0 "$ktrain" delete --all sw-b
 expect_status 0 "$ktrain" delete --all sw-a
 [ "$(cat "$work/out" | tr '\n' ' ')" = "deleted sw-a-0 deleted sw-a-1 deleted sw-a-2 " ] || fail "delete --all printed: $(cat "$work/out")"
 expect_status 0 "$ktrain" list -o name

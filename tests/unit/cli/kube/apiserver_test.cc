@@ -146,7 +146,7 @@ project::Project project_named(const std::string& name, int nodes = 2) {
 /// Lists jobs through a fresh connection made from `env`; rethrows what it throws.
 size_t list_jobs(Env& env) {
   backend::KubeBackend kb(std::make_unique<kube::Connection>(env), env);
-  return kb.list(false).size();
+  return kb.list({}).size();
 }
 
 bool have_server() {
@@ -378,7 +378,7 @@ TEST_CASE("apiserver: submit twice creates no duplicate; list, status and delete
   CHECK(job1["spec"] == job2["spec"]);
   CHECK(secret1["metadata"]["resourceVersion"] == secret2["metadata"]["resourceVersion"]);
   CHECK(secret1["data"]["token"] == secret2["data"]["token"]);
-  auto runs = kb.list(false);
+  auto runs = kb.list({});
   REQUIRE(runs.size() == 1);
   CHECK(runs[0].name == "demo-twice");
   CHECK(runs[0].nodes == 2);

@@ -310,7 +310,7 @@ TEST_CASE(
     if (page < 2) list["metadata"]["continue"] = "p" + std::to_string(page + 1);
     return kube_test::json_response(200, list);
   };
-  auto runs = f.kb.list(false);
+  auto runs = f.kb.list({});
   REQUIRE(runs.size() == 7);
   CHECK(runs.front().name == "web");  // the service, newest
   CHECK(runs.front().kind == "serve");
@@ -329,7 +329,7 @@ TEST_CASE(
     ++served;
     return kube_test::json_response(200, {{"items", json::array()}});
   };
-  CHECK(f.kb.list(true).empty());
+  CHECK(f.kb.list({.all_namespaces = true}).empty());
   CHECK(served == 2);
 }
 
