@@ -18,10 +18,11 @@
 
 namespace ktrain::backend {
 
-/// The state of a whole run, as `ktrain list` shows it.
-enum class RunState { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+/// The state of a whole run, as `ktrain list` shows it. kStopped: `ktrain stop` took its
+/// pods away; `ktrain resume` starts them again.
+enum class RunState { kPending, kRunning, kSucceeded, kFailed, kStopped, kUnknown };
 
-/// "Pending", "Running", "Succeeded", "Failed", "Unknown".
+/// "Pending", "Running", "Succeeded", "Failed", "Stopped", "Unknown".
 const char* to_string(RunState s);
 
 /// One row of `ktrain list`.
@@ -137,6 +138,13 @@ class Backend {
   virtual void logs(const std::string& run, const LogOptions& opts, const LogSink& sink) = 0;
   /// Deletes everything the run created; stops it if running.
   virtual void remove(const std::string& run) = 0;
+  /// Stops the run and keeps its record (status, and the logs that remain): its pods
+  /// (processes) go. Returns false when it was stopped already; throws Error (exit 1)
+  /// when it has ended or is a service.
+  virtual bool stop(const std::string& run) = 0;
+  /// Starts a stopped run again. Returns false when it was not stopped; throws Error
+  /// when it has ended.
+  virtual bool resume(const std::string& run) = 0;
   /// Calls `on_change` with the run's status now and whenever it changes, until the
   /// run has ended (after the last call), `on_change` returns false, or `cancelled`
   /// says stop.

@@ -879,6 +879,65 @@ void KubeBackend::remove(const std::string& run) {
   }
 }
 
+namespace {
+
+/// The Job of a run to stop or resume; throws Error for a service, an unknown run, or
+/// one that has ended (`verb` says what was asked, for the message).
+json job_to_change(kube::Client& client, const std::string& ns, const std::string& run,
+                   const std::string& verb) {
+  const auto job_type = kube::resource_type("batch/v1", "Job");
+  auto job = client.get_if_exists(kube::object_path(job_type, ns, run));
+  if (!job) {
+    auto d = client.get_if_exists(
+        kube::object_path(kube::resource_type("apps/v1", "Deployment"), ns, run));
+    if (d && kube::managed_by_ktrain(*d)) {
+      throw Error("\"" + run + "\" is a service: 'ktrain scale " + run +
+                  " --replicas 0' takes its replicas away, 'ktrain serve' brings them back");
+    }
+    throw run_not_found(run, ns);
+  }
+  const auto state = kube::summarize_job(*job).state;
+  if (state == RunState::kSucceeded || state == RunState::kFailed) {
+    throw Error("run \"" + run + "\" has ended (" + to_string(state) + "): nothing to " + verb +
+                (verb == "resume" ? "; 'ktrain submit' starts a new run" : ""));
+  }
+  return *job;
+}
+
+}  // namespace
+
+bool KubeBackend::stop(const std::string& run) {
+  const std::string ns = client_.default_namespace();
+  const json job = job_to_change(client_, ns, run, "stop");
+  if (kube::summarize_job(job).state == RunState::kStopped) return false;
+  // Suspending the Job makes the Job controller delete its pods (each gets its grace
+  // period: the launcher passes SIGTERM on to the workers); the Job, its status, the
+  // Service and the Secret stay. The label marks it as stopped rather than queued.
+  json patch = {
+      {"metadata",
+       {{"labels", {{kube::kLabelStopped, "true"}}},
+        {"annotations", {{kube::kAnnotationStoppedAt, format_rfc3339(env_.clock->now())}}}}},
+      {"spec", {{"suspend", true}}}};
+  with_context("stopping run \"" + run + "\"", [&] {
+    client_.merge_patch(kube::object_path(kube::resource_type("batch/v1", "Job"), ns, run), patch);
+  });
+  return true;
+}
+
+bool KubeBackend::resume(const std::string& run) {
+  const std::string ns = client_.default_namespace();
+  const json job = job_to_change(client_, ns, run, "resume");
+  if (kube::summarize_job(job).state != RunState::kStopped) return false;
+  json patch = {{"metadata",
+                 {{"labels", {{kube::kLabelStopped, nullptr}}},
+                  {"annotations", {{kube::kAnnotationStoppedAt, nullptr}}}}},
+                {"spec", {{"suspend", false}}}};
+  with_context("resuming run \"" + run + "\"", [&] {
+    client_.merge_patch(kube::object_path(kube::resource_type("batch/v1", "Job"), ns, run), patch);
+  });
+  return true;
+}
+
 void KubeBackend::watch_status(const std::string& run, const StatusCallback& on_change,
                                const std::function<bool()>& cancelled) {
   const std::string ns = client_.default_namespace();

@@ -44,6 +44,8 @@ class KubeBackend : public Backend {
   /// The ktrain Jobs in the namespace (or all namespaces), newest first; read page by
   /// page, keeping only the summaries.
   std::vector<RunSummary> list(const ListFilter& filter) override;
+  bool stop(const std::string& run) override;
+  bool resume(const std::string& run) override;
   void watch_list(const ListFilter& filter,
                   const std::function<bool(const std::vector<RunSummary>&)>& on_change,
                   const std::function<bool()>& cancelled) override;

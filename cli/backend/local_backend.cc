@@ -261,6 +261,11 @@ RunStatus LocalBackend::status(const std::string& name) {
     } else {
       r.phase = "Pending";
     }
+    if (run.state == RunState::kStopped) {
+      r.phase = "Stopped";  // its exit code is the one it stopped with
+      r.reason.clear();
+      r.message.clear();
+    }
     st.ranks.push_back(std::move(r));
   }
   if (run.state == RunState::kSucceeded) st.conditions.push_back("Complete");
@@ -268,6 +273,12 @@ RunStatus LocalBackend::status(const std::string& name) {
     st.first_failed = run.first_failed;
     st.conditions.push_back("Failed");
     if (!run.reason.empty()) st.explanations.push_back(run.reason);
+  }
+  if (run.state == RunState::kStopped) {
+    st.explanations.push_back(
+        "stopped by 'ktrain stop': its processes are gone, its status and "
+        "logs are kept; 'ktrain resume " +
+        name + "' starts it again");
   }
   if (run.state != RunState::kSucceeded && run.state != RunState::kFailed) st.finished.reset();
   return st;
@@ -395,6 +406,69 @@ void LocalBackend::remove(const std::string& name) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   if (ec) throw Error("cannot remove '" + dir + "': " + ec.message());
+}
+
+bool LocalBackend::stop(const std::string& name) {
+  if (!has_run(name)) throw Error("run \"" + name + "\" not found among local runs");
+  const std::string dir = run_dir(name);
+  LocalRun run = read_local_run(dir);
+  settle_orphaned(run);
+  if (run.state == RunState::kStopped) return false;
+  if (run.state == RunState::kSucceeded || run.state == RunState::kFailed) {
+    throw Error("run \"" + name + "\" has ended (" + to_string(run.state) + "): nothing to stop");
+  }
+  // The keeper stops the nodes (SIGTERM, then SIGKILL after its grace) and, finding the
+  // file `stop`, records the run as stopped rather than failed.
+  write_private_file(dir + "/stop", format_rfc3339(env_.clock->now()) + "\n");
+  ::kill(run.keeper_pid, SIGTERM);
+  const auto deadline = env_.clock->steady_now() + std::chrono::seconds(30);
+  while (env_.clock->steady_now() < deadline) {
+    const LocalRun now = read_local_run(dir);
+    if (now.state == RunState::kStopped) return true;
+    if (!process_alive(run.keeper_pid)) break;
+    env_.clock->sleep_for(std::chrono::milliseconds(50));
+  }
+  LocalRun now = read_local_run(dir);
+  if (now.state != RunState::kStopped && !process_alive(run.keeper_pid)) {
+    // The keeper ended before it saw the signal (the run had just finished), or is gone.
+    if (now.state == RunState::kSucceeded || now.state == RunState::kFailed) {
+      std::error_code ec;
+      fs::remove(dir + "/stop", ec);
+      throw Error("run \"" + name + "\" ended (" + to_string(now.state) +
+                  ") before it could be stopped");
+    }
+    now.state = RunState::kStopped;
+    now.reason = "stopped by 'ktrain stop'";
+    write_local_run(dir, now);
+    return true;
+  }
+  if (now.state != RunState::kStopped) {
+    throw Error("run \"" + name + "\" did not stop within 30s; its keeper is process " +
+                std::to_string(run.keeper_pid));
+  }
+  return true;
+}
+
+bool LocalBackend::resume(const std::string& name) {
+  if (!has_run(name)) throw Error("run \"" + name + "\" not found among local runs");
+  const std::string dir = run_dir(name);
+  LocalRun run = read_local_run(dir);
+  settle_orphaned(run);
+  if (run.state == RunState::kSucceeded || run.state == RunState::kFailed) {
+    throw Error("run \"" + name + "\" has ended (" + to_string(run.state) +
+                "): nothing to resume; 'ktrain submit' starts a new run");
+  }
+  if (run.state != RunState::kStopped) return false;
+  std::error_code ec;
+  fs::remove(dir + "/stop", ec);
+  // A new keeper starts every node again; their logs go on in the same files.
+  run.state = RunState::kPending;
+  run.reason.clear();
+  run.first_failed = -1;
+  run.node_status.clear();
+  write_local_run(dir, run);
+  spawn_keeper(programs_.ktrain, dir);
+  return true;
 }
 
 void LocalBackend::watch_list(const ListFilter& filter,

@@ -27,6 +27,8 @@ class LocalBackend : public Backend {
 
   SubmitResult submit(const project::Project& project, const SubmitOptions& opts) override;
   std::vector<RunSummary> list(const ListFilter& filter) override;
+  bool stop(const std::string& run) override;
+  bool resume(const std::string& run) override;
   void watch_list(const ListFilter& filter,
                   const std::function<bool(const std::vector<RunSummary>&)>& on_change,
                   const std::function<bool()>& cancelled) override;

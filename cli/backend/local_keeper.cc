@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -316,6 +317,14 @@ int keep(const std::string& run_dir, LocalRun& run) {
   bool ok = !stopping;
   for (const auto& n : run.node_status) ok = ok && n.exit_code && *n.exit_code == 0;
   run.state = ok ? RunState::kSucceeded : RunState::kFailed;
+  // Stopped by `ktrain stop` (it leaves the file `stop` before signalling): the run is
+  // kept, to be resumed, and the nodes' exits on SIGTERM are no failure.
+  std::error_code ec;
+  if (stopping && std::filesystem::exists(run_dir + "/stop", ec)) {
+    run.state = RunState::kStopped;
+    run.reason = "stopped by 'ktrain stop'";
+    run.first_failed = -1;
+  }
   write_local_run(run_dir, run);
   return ok ? 0 : 1;
 }

@@ -21,6 +21,8 @@ const char* to_string(RunState s) {
       return "Succeeded";
     case RunState::kFailed:
       return "Failed";
+    case RunState::kStopped:
+      return "Stopped";
     case RunState::kUnknown:
       break;
   }
@@ -60,8 +62,8 @@ std::string status_fingerprint(const RunStatus& s) {
 namespace {
 
 RunState state_from_string(const std::string& s) {
-  for (auto st :
-       {RunState::kPending, RunState::kRunning, RunState::kSucceeded, RunState::kFailed}) {
+  for (auto st : {RunState::kPending, RunState::kRunning, RunState::kSucceeded, RunState::kFailed,
+                  RunState::kStopped}) {
     if (s == to_string(st)) return st;
   }
   return RunState::kUnknown;

@@ -20,7 +20,7 @@ namespace {
 /// The states --state takes, as `list` shows them.
 const std::vector<backend::RunState> kStates = {
     backend::RunState::kPending, backend::RunState::kRunning, backend::RunState::kSucceeded,
-    backend::RunState::kFailed};
+    backend::RunState::kFailed, backend::RunState::kStopped};
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -65,7 +65,7 @@ struct ListOptions {
         }
         if (!known) {
           throw UsageError("--state " + word +
-                           ": expected pending, running, succeeded or failed (several: "
+                           ": expected pending, running, succeeded, failed or stopped (several: "
                            "--state failed,running)");
         }
         word.clear();
@@ -169,7 +169,7 @@ void add_list_command(CLI::App& app, Env& env, CommandResult& result) {
       ->type_name("SELECTOR");
   sub->add_option("--state", opts->states,
                   "Only runs in these states (comma-separated or repeated)")
-      ->type_name("pending|running|succeeded|failed");
+      ->type_name("pending|running|succeeded|failed|stopped");
   sub->add_option("--sweep", opts->sweep, "Only the runs of this sweep (its base name)")
       ->type_name("SWEEP");
   sub->add_flag("-w,--watch", opts->watch,

@@ -203,7 +203,10 @@ backend::RunSummary summarize_job(const json& job) {
   } else if (condition_true(job, "Failed") || condition_true(job, "FailureTarget")) {
     s.state = backend::RunState::kFailed;
   } else if (at_path(spec, {"suspend"}).is_boolean() && at_path(spec, {"suspend"}).get<bool>()) {
-    s.state = backend::RunState::kPending;
+    // Suspended by `ktrain stop`, or else waiting to be let in (Kueue, a patch).
+    s.state = str(job, {"metadata", "labels", kLabelStopped}) == "true"
+                  ? backend::RunState::kStopped
+                  : backend::RunState::kPending;
   } else {
     const int active = integer(at_path(st, {"active"}));
     const auto& ready = at_path(st, {"ready"});
@@ -446,8 +449,9 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
     auto it = newest.find(i);
     if (it == newest.end()) {
       if (ended) continue;
-      rank.phase = "Pending";
-      rank.reason = "NotCreated";
+      const bool stopped = rs.summary.state == backend::RunState::kStopped;
+      rank.phase = stopped ? "Stopped" : "Pending";
+      rank.reason = stopped ? "" : "NotCreated";
       rs.ranks.push_back(rank);
       continue;
     }
@@ -553,8 +557,14 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
     rs.ranks.push_back(rank);
   }
 
-  if (at_path(job, {"spec", "suspend"}).is_boolean() &&
-      at_path(job, {"spec", "suspend"}).get<bool>() && !ended) {
+  if (rs.summary.state == backend::RunState::kStopped) {
+    const auto at = str(job, {"metadata", "annotations", kAnnotationStoppedAt});
+    rs.explanations.push_back("stopped by 'ktrain stop'" + (at.empty() ? "" : " at " + at) +
+                              ": its pods are gone, the Job and its status are kept; 'ktrain "
+                              "resume " +
+                              rs.summary.name + "' starts it again");
+  } else if (at_path(job, {"spec", "suspend"}).is_boolean() &&
+             at_path(job, {"spec", "suspend"}).get<bool>() && !ended) {
     auto queue = str(job, {"metadata", "labels", "kueue.x-k8s.io/queue-name"});
     rs.explanations.push_back(
         queue.empty() ? "the Job is suspended: its pods are not created until it is resumed"

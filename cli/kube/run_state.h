@@ -16,6 +16,10 @@ namespace ktrain::kube {
 inline constexpr const char* kLabelRun = "ktrain.dev/run";
 inline constexpr const char* kLabelSweep = "ktrain.dev/sweep";
 inline constexpr const char* kLabelManagedBy = "app.kubernetes.io/managed-by";
+/// Set on a Job that `ktrain stop` suspended (and removed by `ktrain resume`).
+inline constexpr const char* kLabelStopped = "ktrain.dev/stopped";
+/// When `ktrain stop` suspended the Job (RFC 3339).
+inline constexpr const char* kAnnotationStoppedAt = "ktrain.dev/stopped-at";
 inline constexpr const char* kCompletionIndex = "batch.kubernetes.io/job-completion-index";
 
 /// Whether `obj` carries app.kubernetes.io/managed-by=ktrain.

@@ -240,6 +240,33 @@ k8s_wait "the garbage collector to take short-a's Service and Secret" 60 sh -c \
 echo "ok: nothing of the run is left after its TTL"
 
 echo "== delete"
+echo "== stop and resume"
+k_ok "stop" stop idem-a
+expect_eq "$out" "stopped idem-a" "stop prints what it stopped"
+expect_eq "$(kubectl get job idem-a -o jsonpath='{.spec.suspend} {.metadata.labels.ktrain\.dev/stopped}')" "true true" "kubectl: the Job is suspended, and marked as stopped"
+k8s_wait "idem-a's pods to go" 60 sh -c "[ -z \"\$(kubectl get pods -l ktrain.dev/run=idem-a -o name)\" ]"
+k8s_wait "the Job's Suspended condition" 30 sh -c \
+  "kubectl get job idem-a -o jsonpath='{.status.conditions[?(@.type==\"Suspended\")].status}' | grep -qx True"
+k_ok "status stopped" status idem-a
+expect_contains "$out" "State:      Stopped" "status: stopped"
+expect_contains "$out" "Why:        stopped by 'ktrain stop' at " "status: why, and when"
+expect_contains "$out" "'ktrain resume idem-a' starts it again" "status: how to go on"
+expect_eq "$(kubectl get job,service,secret -l ktrain.dev/run=idem-a -o name | wc -l)" "3" "stop keeps the Job, the Service and the Secret"
+k_ok "list --state stopped" list --state stopped -o name
+expect_eq "$out" "idem-a" "list --state stopped"
+k_ok "stop again" stop idem-a
+expect_eq "$out" "idem-a is stopped already" "stop of a stopped run: nothing to do, exit 0"
+k stop ok-a
+expect_eq "$rc" "1" "stop of a run that has ended: exit 1"
+expect_contains "$err" 'run "ok-a" has ended (Succeeded): nothing to stop' "stop of an ended run says so"
+k_ok "resume" resume idem-a
+expect_eq "$out" "resumed idem-a" "resume prints what it resumed"
+expect_eq "$(kubectl get job idem-a -o jsonpath='{.spec.suspend}/{.metadata.labels.ktrain\.dev/stopped}')" "false/" "kubectl: resumed, the mark gone"
+wait_state idem-a Running 60
+echo "ok: the resumed run runs again"
+k_ok "resume again" resume idem-a
+expect_eq "$out" "idem-a is not stopped" "resume of a running run: nothing to do, exit 0"
+
 k_ok "delete" delete idem-a
 expect_eq "$out" "deleted idem-a" "delete prints what it deleted"
 expect_eq "$(kubectl get job,service,secret -l ktrain.dev/run=idem-a -o name)" "" "delete: Job, Service and Secret gone"

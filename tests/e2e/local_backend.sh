@@ -148,7 +148,7 @@ grep -qx job-bad1 "$work/out" && grep -qx sw-a-0 "$work/out" || fail "list --sta
 expect_status 0 "$ktrain" list --state running
 grep -q "No runs found" "$work/err" || fail "list --state running with none: $(cat "$work/out" "$work/err")"
 expect_status 2 "$ktrain" list --state done
-grep -q -- "--state done: expected pending, running, succeeded or failed" "$work/err" || fail "list --state done: $(cat "$work/err")"
+grep -q -- "--state done: expected pending, running, succeeded, failed or stopped" "$work/err" || fail "list --state done: $(cat "$work/err")"
 expect_status 2 "$ktrain" list -l 'team in vision'
 grep -q -- "-l team in vision: at 9: expected \`(\` after in/notin" "$work/err" || fail "list -l bad: $(cat "$work/err")"
 # -w: a line per change (-o json); a run that starts shows up, and goes when deleted.
@@ -167,6 +167,38 @@ waitfor "job-w1 to go" sh -c "tail -n 1 '$work/watch' | grep -qx '{\"runs\":\[\]
 kill "$watch_pid"; wait "$watch_pid" 2>/dev/null || true
 [ "$(wc -l <"$work/watch")" -ge 3 ] || fail "list -w: $(cat "$work/watch")"
 echo "ok: list --sweep, -l, --state, -w"
+
+# stop keeps the run (status, logs) and ends its processes; resume starts them again.
+state_of() { "$ktrain" status "$1" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
+expect_status 0 "$ktrain" submit --run-id st --set train.env.MODE=sleep
+waitfor "job-st to print" sh -c "'$ktrain' logs job-st | grep -q 'line 2 of rank 3'"
+expect_status 0 "$ktrain" stop job-st
+[ "$(cat "$work/out")" = "stopped job-st" ] || fail "stop printed: $(cat "$work/out")"
+[ "$(state_of job-st)" = Stopped ] || fail "status after stop: $(state_of job-st)"
+pids=$(python3 -c 'import json,sys; print(" ".join(str(n["pid"]) for n in json.load(open(sys.argv[1]))["nodeStatus"]))' "$XDG_STATE_HOME/ktrain/runs/job-st/run.json")
+for p in $pids; do ! kill -0 "$p" 2>/dev/null || fail "stop left node process $p running"; done
+expect_status 0 "$ktrain" status job-st
+grep -q "^Why:        stopped by 'ktrain stop'" "$work/out" || fail "status of a stopped run: $(cat "$work/out")"
+grep -Eq '^0 +node-0 +Stopped ' "$work/out" || fail "status rows of a stopped run: $(cat "$work/out")"
+expect_status 0 "$ktrain" list --state stopped -o name
+[ "$(names)" = "job-st " ] || fail "list --state stopped: $(names)"
+expect_status 0 "$ktrain" stop job-st
+[ "$(cat "$work/out")" = "job-st is stopped already" ] || fail "stop again printed: $(cat "$work/out")"
+expect_status 0 "$ktrain" logs job-st --rank 0
+[ "$(grep -c 'line 0 of rank 0' "$work/out")" = 1 ] || fail "logs of the stopped run: $(cat "$work/out")"
+expect_status 0 "$ktrain" resume job-st
+[ "$(cat "$work/out")" = "resumed job-st" ] || fail "resume printed: $(cat "$work/out")"
+waitfor "job-st to run again" sh -c "[ \"\$('$ktrain' logs job-st --rank 0 | grep -c 'line 2 of rank 0')\" = 2 ]"
+[ "$(state_of job-st)" = Running ] || fail "status after resume: $(state_of job-st)"
+expect_status 0 "$ktrain" resume job-st
+[ "$(cat "$work/out")" = "job-st is not stopped" ] || fail "resume of a running run: $(cat "$work/out")"
+expect_status 1 "$ktrain" stop job-ok1
+grep -q 'run "job-ok1" has ended (Succeeded): nothing to stop' "$work/err" || fail "stop of an ended run: $(cat "$work/err")"
+expect_status 1 "$ktrain" resume job-bad1
+grep -q "has ended (Failed): nothing to resume; 'ktrain submit' starts a new run" "$work/err" || fail "resume of an ended run: $(cat "$work/err")"
+expect_status 1 "$ktrain" stop nosuch
+expect_status 0 "$ktrain" delete job-st
+echo "ok: stop, resume"
 expect_status 0 "$ktrain" delete --all sw-b
 expect_status 0 "$ktrain" delete --all sw-a
 [ "$(cat "$work/out" | tr '\n' ' ')" = "deleted sw-a-0 deleted sw-a-1 deleted sw-a-2 " ] || fail "delete --all printed: $(cat "$work/out")"
