@@ -54,11 +54,17 @@ struct LogsOptions {
   int run_logs(Env& env) const {
     auto be = open_backend(env, target, run);
     backend::LogOptions o = resolved;
-    if (o.follow) o.flush = [&env] { env.out->flush(); };
-    be->logs(run, o, [&](const backend::LogLine& l) {
+    auto print = [&](const backend::LogLine& l) {
       print_log_line(env, l, timestamps);
       return static_cast<bool>(*env.out);
-    });
+    };
+    if (o.follow || timestamps) {
+      // Lines of different nodes in time order: following, within a short window;
+      // with --timestamps, the whole log.
+      logs_in_order(env, *be, run, o, print);
+    } else {
+      be->logs(run, o, print);
+    }
     env.out->flush();
     return exit_code::kOk;
   }

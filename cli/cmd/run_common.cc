@@ -8,6 +8,7 @@
 
 #include "backend/kube_backend.h"
 #include "backend/local_backend.h"
+#include "backend/log_order.h"
 #include "base/duration.h"
 #include "base/error.h"
 #include "base/timefmt.h"
@@ -177,6 +178,23 @@ void explain_failure(Env& env, backend::Backend& backend, const backend::RunStat
 
 }  // namespace
 
+void logs_in_order(Env& env, backend::Backend& be, const std::string& run, backend::LogOptions opts,
+                   const backend::LogSink& sink) {
+  backend::OrderedLogSink::Options o;
+  o.hold_all = !opts.follow;
+  if (opts.follow) o.flush = [&env] { env.out->flush(); };
+  // Lines may still be held after a chunk: the ordered sink flushes after its releases.
+  opts.flush = nullptr;
+  backend::OrderedLogSink ordered(sink, o);
+  try {
+    be.logs(run, opts, ordered.sink());
+  } catch (...) {
+    ordered.finish();  // what arrived before the error is printed before it
+    throw;
+  }
+  ordered.finish();
+}
+
 int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::string>& runs,
                   std::optional<std::chrono::seconds> timeout, bool follow) {
   const auto start = env.clock->steady_now();
@@ -187,9 +205,8 @@ int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::st
       backend::LogOptions opts;
       opts.follow = true;
       opts.cancelled = timed_out;
-      opts.flush = [&env] { env.out->flush(); };
       const std::string run_prefix = runs.size() > 1 ? run + " " : "";
-      backend.logs(run, opts, [&](const backend::LogLine& l) {
+      logs_in_order(env, backend, run, opts, [&](const backend::LogLine& l) {
         print_log_line(env, l, false, run_prefix);
         return !timed_out();
       });

@@ -36,6 +36,12 @@ std::unique_ptr<backend::Backend> open_backend_for_sweep(Env& env, const TargetF
 void print_log_line(Env& env, const backend::LogLine& line, bool timestamps,
                     const std::string& run_prefix = "");
 
+/// Streams `run`'s logs into `sink` with the lines of different nodes in timestamp
+/// order: within a short window when following (backend::OrderedLogSink), the whole
+/// log sorted otherwise. Output is flushed after each batch when following.
+void logs_in_order(Env& env, backend::Backend& be, const std::string& run, backend::LogOptions opts,
+                   const backend::LogSink& sink);
+
 /// Waits until every run in `runs` has ended (optionally following their logs),
 /// then returns 0 when all succeeded and 1 when one failed, after printing which
 /// rank failed first, why, and the last lines of its log. Returns 124 when

@@ -31,6 +31,10 @@ if mode == "fail" and rank == 3:
     sys.exit(3)
 if mode == "sleep":
     time.sleep(600)
+if mode == "tick":
+    for i in range(40):
+        print(f"tick {i} of rank {rank}", flush=True)
+        time.sleep(0.02)
 PY
 cat >ktrain.yaml <<'YAML'
 name: job
@@ -199,6 +203,21 @@ grep -q "has ended (Failed): nothing to resume; 'ktrain submit' starts a new run
 expect_status 1 "$ktrain" stop nosuch
 expect_status 0 "$ktrain" delete job-st
 echo "ok: stop, resume"
+
+# The lines of different nodes in time order: --timestamps sorts the whole log, and
+# following orders them within a window (the local follow reads node by node).
+expect_status 0 "$ktrain" submit --run-id tk --set train.env.MODE=tick --wait
+expect_status 0 "$ktrain" logs job-tk --timestamps
+awk '{print $1}' "$work/out" | LC_ALL=C sort -c || fail "logs --timestamps: not in time order: $(head -n 20 "$work/out")"
+[ "$(grep -c ' tick ' "$work/out")" = 160 ] || fail "logs --timestamps: $(grep -c ' tick ' "$work/out") tick lines"
+# Interleaved: the ticks of the two nodes alternate (node 0 runs ranks 0-1, node 1 ranks 2-3).
+[ "$(grep ' tick ' "$work/out" | head -n 40 | grep -c '\[rank [23]\]')" -ge 10 ] || fail "logs --timestamps: nodes not interleaved"
+expect_status 0 "$ktrain" submit --run-id tf --set train.env.MODE=tick
+expect_status 0 "$ktrain" logs -f --timestamps job-tf
+awk '{print $1}' "$work/out" | LC_ALL=C sort -c || fail "logs -f --timestamps: not in time order: $(head -n 40 "$work/out")"
+[ "$(grep -c ' tick ' "$work/out")" = 160 ] || fail "logs -f: $(grep -c ' tick ' "$work/out") tick lines"
+expect_status 0 "$ktrain" delete job-tk job-tf
+echo "ok: logs in time order across nodes (--timestamps, -f)"
 expect_status 0 "$ktrain" delete --all sw-b
 expect_status 0 "$ktrain" delete --all sw-a
 [ "$(cat "$work/out" | tr '\n' ' ')" = "deleted sw-a-0 deleted sw-a-1 deleted sw-a-2 " ] || fail "delete --all printed: $(cat "$work/out")"
