@@ -14,6 +14,7 @@
 #include "cmd/logs.h"
 #include "cmd/render.h"
 #include "cmd/scale.h"
+#include "cmd/schema.h"
 #include "cmd/serve.h"
 #include "cmd/status.h"
 #include "cmd/stop.h"
@@ -30,10 +31,10 @@ using Adder = void (*)(CLI::App&, Env&, CommandResult&);
 /// Every verb, in the order `ktrain --help` lists them.
 const std::vector<Adder>& all_commands() {
   static const std::vector<Adder> adders = {
-      add_init_command,   add_validate_command,   add_render_command,  add_build_command,
-      add_submit_command, add_list_command,       add_status_command,  add_logs_command,
-      add_delete_command, add_stop_command,       add_resume_command,  add_serve_command,
-      add_scale_command,  add_completion_command, add_version_command,
+      add_init_command,   add_validate_command,   add_render_command, add_build_command,
+      add_submit_command, add_list_command,       add_status_command, add_logs_command,
+      add_delete_command, add_stop_command,       add_resume_command, add_serve_command,
+      add_scale_command,  add_completion_command, add_schema_command, add_version_command,
   };
   return adders;
 }
@@ -177,9 +178,13 @@ int run_cli(int argc, const char* const* argv, Env& env) {
   for (auto add : all_commands()) add(app, env, result);
   add_keeper_command(app, env, result);
   for (auto* sub : app.get_subcommands({})) sub->fallthrough();
-  // Every verb's --help ends with the global flags, which go before or after the verb.
+  // Every verb's --help ends with the global flags, which go before or after the verb
+  // (after the verb's own footer, if it has one).
   const std::string global = global_flags_help(app);
-  for (auto* sub : app.get_subcommands({})) sub->footer(global);
+  for (auto* sub : app.get_subcommands({})) {
+    const std::string own = sub->get_footer();
+    sub->footer(own.empty() ? global : own + "\n\n" + global);
+  }
 
   try {
     app.parse(argc, argv);

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/image_ref.h"
 #include "base/names.h"
+#include "project/json_schema.h"
 #include "project/parse.h"
 
 namespace ktrain::cmd {
@@ -64,8 +65,11 @@ void InitOptions::validate() const {
 
 std::string init_project_text(const InitOptions& o) {
   std::string s;
+  // For editors (yaml-language-server); 'ktrain schema' prints the schema it names.
+  s += "# yaml-language-server: $schema=" + project::project_schema_id() + "\n";
   s += "# ktrain project file: see 'man ktrain.yaml' for every field.\n";
-  s += "# Check it with 'ktrain validate'; see the Kubernetes objects with 'ktrain render'.\n\n";
+  s += "# Check it with 'ktrain validate'; see the Kubernetes objects with 'ktrain render'.\n";
+  s += "# The first line names its JSON Schema for editors; see 'ktrain schema --help'.\n\n";
   s += "name: " + o.name +
        "                # DNS-1123 label, at most 40 characters; runs are <name>-<id>\n";
   s += "# namespace: ml-team-a        # default: the kubeconfig context's namespace\n";

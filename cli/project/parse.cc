@@ -15,6 +15,7 @@
 #include "base/names.h"
 #include "base/quantity.h"
 #include "base/suggest.h"
+#include "project/schema_table.h"
 #include "project/tree.h"
 
 namespace ktrain::project {
@@ -24,61 +25,42 @@ namespace {
 using Kind = Value::Kind;
 using Keys = std::vector<std::string>;
 
-const Keys kTopKeys = {"name",       "namespace", "labels",   "image", "train",
-                       "scheduling", "security",  "launcher", "serve", "patches"};
-const Keys kLauncherKeys = {"image", "inject"};
-const Keys kInjects = {"auto", "always", "never"};
-const Keys kImageKeys = {"ref", "pullSecrets", "build"};
-const Keys kBuildKeys = {"base", "repository", "context", "ignore", "workdir", "env"};
-const Keys kTrainKeys = {"command", "framework", "nodes",   "gpus",     "processesPerNode",
-                         "mig",     "gpuType",   "cpu",     "memory",   "shm",
-                         "env",     "envFrom",   "volumes", "restarts", "deadline",
-                         "ttl",     "preflight", "sweep"};
-const Keys kVolumeKeys = {"claim", "configMap", "secret", "emptyDir", "mount", "readOnly"};
-const Keys kSchedulingKeys = {"queue",        "gang",        "priority",
-                              "nodeSelector", "tolerations", "runtimeClass"};
-const Keys kTolerationKeys = {"key", "operator", "value", "effect", "tolerationSeconds"};
-const Keys kSecurityKeys = {"runAsUser", "runAsGroup", "fsGroup", "runAsNonRoot",
-                            "addCapabilities"};
-const Keys kServeKeys = {"command",   "port",     "gpus",    "gpuType", "cpu",      "memory",
-                         "shm",       "env",      "envFrom", "volumes", "replicas", "autoscale",
-                         "readiness", "liveness", "startup", "rollout", "spread",   "disruption"};
-const Keys kAutoscaleKeys = {"min", "max", "cpu", "metric"};
-const Keys kMetricKeys = {"name", "target"};
-const Keys kProbeKeys = {"path", "port", "initialDelaySeconds", "periodSeconds",
-                         "failureThreshold"};
-const Keys kRolloutKeys = {"maxSurge", "maxUnavailable"};
-const Keys kPatchKinds = {
-    "Job", "Service", "Deployment", "HorizontalPodAutoscaler", "PodGroup", "PodDisruptionBudget"};
+// The key lists and enumerations come from the table that the JSON Schema is also
+// generated from (project/schema_table.h).
+const Keys kTopKeys = key_names("project");
+const Keys kLauncherKeys = key_names("launcher");
+const Keys kInjects = project_key("launcher", "inject").values;
+const Keys kImageKeys = key_names("image");
+const Keys kBuildKeys = key_names("build");
+const Keys kTrainKeys = key_names("train");
+const Keys kVolumeKeys = key_names("volume");
+const Keys kSchedulingKeys = key_names("scheduling");
+const Keys kTolerationKeys = key_names("toleration");
+const Keys kOperators = project_key("toleration", "operator").values;
+const Keys kSecurityKeys = key_names("security");
+const Keys kServeKeys = key_names("serve");
+const Keys kAutoscaleKeys = key_names("autoscale");
+const Keys kMetricKeys = key_names("metric");
+const Keys kProbeKeys = key_names("probe");
+const Keys kRolloutKeys = key_names("rollout");
+const Keys kPatchKinds = project_key("project", "patches").values;
 
-const Keys kFrameworks = {"pytorch", "paddle", "tensorflow", "jax", "none"};
-const Keys kPreflights = {"off", "quick", "full"};
-const Keys kGangs = {"none", "kueue", "volcano"};
-const Keys kEffects = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
+const Keys kFrameworks = project_key("train", "framework").values;
+const Keys kPreflights = project_key("train", "preflight").values;
+const Keys kGangs = project_key("scheduling", "gang").values;
+const Keys kEffects = project_key("toleration", "effect").values;
 
 /// Maps whose keys are free-form (the rest of a --set path is one key).
-const Keys kFreeFormMaps = {"labels", "image.build.env", "train.env", "serve.env",
-                            "scheduling.nodeSelector"};
+const Keys kFreeFormMaps = free_form_map_paths();
 
 /// Every known key path, for suggestions across sections (`gpus` -> `train.gpus`).
-const std::vector<std::pair<std::string, const Keys*>>& sections() {
-  static const std::vector<std::pair<std::string, const Keys*>> s = {
-      {"", &kTopKeys},
-      {"image", &kImageKeys},
-      {"image.build", &kBuildKeys},
-      {"train", &kTrainKeys},
-      {"train.volumes[]", &kVolumeKeys},
-      {"scheduling", &kSchedulingKeys},
-      {"scheduling.tolerations[]", &kTolerationKeys},
-      {"security", &kSecurityKeys},
-      {"launcher", &kLauncherKeys},
-      {"serve", &kServeKeys},
-      {"serve.autoscale", &kAutoscaleKeys},
-      {"serve.autoscale.metric", &kMetricKeys},
-      {"serve.readiness", &kProbeKeys},
-      {"serve.volumes[]", &kVolumeKeys},
-      {"serve.rollout", &kRolloutKeys},
-  };
+const std::vector<std::pair<std::string, Keys>>& sections() {
+  static const auto s = [] {
+    std::vector<std::pair<std::string, Keys>> out;
+    for (const auto& [path, section] : section_paths())
+      out.emplace_back(path, key_names(section->name));
+    return out;
+  }();
   return s;
 }
 
@@ -137,7 +119,7 @@ class Checker {
       if (near.empty()) {
         for (const auto& [sec, sec_keys] : sections()) {
           if (sec == section || sec.empty()) continue;
-          for (const auto& k : *sec_keys) {
+          for (const auto& k : sec_keys) {
             if (lower(k) == lower(key)) {
               elsewhere = join_path(sec, k);
               break;
@@ -878,7 +860,7 @@ class ProjectParser {
         }
       }
       if (const Value* x = field(item, "operator")) {
-        if (auto o = c_.one_of(*x, p + ".operator", {"Equal", "Exists"}))
+        if (auto o = c_.one_of(*x, p + ".operator", kOperators))
           t.op = *o;
         else
           ok = false;

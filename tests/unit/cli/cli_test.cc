@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_runner.h"
 
 namespace {
@@ -20,6 +22,29 @@ TEST_CASE("cli: version prints the client version") {
   auto r = run({"version"});
   CHECK(r.status == 0);
   CHECK(r.out == std::string("ktrain ") + KTRAIN_VERSION + "\n");
+}
+
+TEST_CASE("cli: schema prints the JSON Schema of ktrain.yaml on stdout, also with -o json") {
+  auto r = run({"schema"});
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["$schema"] == "http://json-schema.org/draft-07/schema#");
+  CHECK(j["$id"] == "https://ktrain.dev/schema/ktrain.yaml/" KTRAIN_VERSION ".json");
+  CHECK(j["properties"].contains("train"));
+  CHECK(r.out.find("\n  \"$id\"") != std::string::npos);  // indented
+  CHECK(run({"schema", "-o", "json"}).out == r.out);
+  auto yaml = run({"schema", "-o", "yaml"});
+  CHECK(yaml.status == 2);
+  CHECK(yaml.out.empty());
+  CHECK(yaml.err == "ktrain: error: -o yaml: schema prints JSON (-o json)\n");
+  // --help says how to point an editor at it, then the global flags.
+  auto help = run({"schema", "--help"});
+  CHECK(help.status == 0);
+  CHECK(help.out.find("ktrain schema > .ktrain.schema.json") != std::string::npos);
+  CHECK(help.out.find("# yaml-language-server: $schema=./.ktrain.schema.json") !=
+        std::string::npos);
+  CHECK(help.out.find("Global flags") > help.out.find("yaml.schemas"));
 }
 
 TEST_CASE("cli: an unknown verb is a usage error with exit status 2 and nothing on stdout") {

@@ -20,7 +20,7 @@ bool has(const std::string& text, const std::string& what) {
 
 const std::vector<std::string> kVerbs = {"init",  "validate",   "render", "build",  "submit",
                                          "list",  "status",     "logs",   "delete", "serve",
-                                         "scale", "completion", "version"};
+                                         "scale", "completion", "schema", "version"};
 
 }  // namespace
 

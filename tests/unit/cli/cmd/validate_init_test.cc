@@ -137,6 +137,10 @@ TEST_CASE("init: writes a commented file that validates; refuses to overwrite wi
   REQUIRE(fs.files.count("ktrain.yaml"));
   const std::string text = fs.files["ktrain.yaml"];
   CHECK(text.find("# ktrain project file") != std::string::npos);
+  // The first line names the JSON Schema for editors (yaml-language-server), by its $id.
+  CHECK(text.substr(0, text.find('\n') + 1) ==
+        "# yaml-language-server: $schema=https://ktrain.dev/schema/ktrain.yaml/" KTRAIN_VERSION
+        ".json\n");
   auto p = ktrain::project::parse_project(text, "ktrain.yaml", "/p");
   CHECK(p.name == "demo");
   CHECK(p.image.ref == "reg.io/team/app:v1");
