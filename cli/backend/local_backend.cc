@@ -169,6 +169,14 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
 
   const std::string base =
       project.name + "-" + (opts.run_id.empty() ? random_run_id() : opts.run_id);
+  // A volume marked `checkpoint: true` is, on this machine, a folder per project in the
+  // state folder: kept across runs, as a claim is.
+  std::string checkpoints;
+  if (!project::checkpoint_dir(train.volumes).empty()) {
+    checkpoints = (fs::path(root_).parent_path() / "checkpoints" / project.name).string();
+    fs::create_directories(checkpoints, ec);
+    if (ec) throw Error("cannot create '" + checkpoints + "': " + ec.message());
+  }
   SubmitResult result;
   for (const auto& point : project::sweep_points(train)) {
     LocalRun run;
@@ -181,11 +189,16 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
     run.launcher = programs_.launcher;
     run.command = project::substitute_params(train.command, point.params);
     run.env = train.env;
+    if (!checkpoints.empty()) {
+      // Before the project's env, which may name another folder.
+      run.env.insert(run.env.begin(), {"KTRAIN_CHECKPOINT_DIR", checkpoints});
+    }
     for (const auto& [k, v] : point.params) run.env.emplace_back(project::param_env_name(k), v);
     run.framework = train.framework;
     run.preflight = train.gpus > 0 ? train.preflight : "off";
     run.nodes = train.nodes;
     run.gpus = train.gpus;
+    run.grace_s = static_cast<int>(std::min<std::int64_t>(train.grace_period_s, 3600));
     run.nproc =
         train.processes_per_node > 0 ? train.processes_per_node : (train.gpus > 0 ? train.gpus : 1);
     run.created = format_rfc3339_nanos(env_.clock->now());
@@ -390,7 +403,8 @@ void LocalBackend::remove(const std::string& name) {
       (run.state == RunState::kRunning || run.state == RunState::kPending)) {
     ::kill(run.keeper_pid, SIGTERM);
     // The keeper stops the nodes (SIGTERM, then SIGKILL after its grace) and exits.
-    const auto deadline = env_.clock->steady_now() + std::chrono::seconds(30);
+    const auto wait = std::chrono::seconds(run.grace_s + 15);
+    const auto deadline = env_.clock->steady_now() + wait;
     bool stopped = false;
     while (!stopped && env_.clock->steady_now() < deadline) {
       const RunState s = read_local_run(dir).state;
@@ -399,8 +413,8 @@ void LocalBackend::remove(const std::string& name) {
       if (!stopped) env_.clock->sleep_for(std::chrono::milliseconds(50));
     }
     if (!stopped) {
-      throw Error("run \"" + name + "\" did not stop within 30s; its keeper is process " +
-                  std::to_string(run.keeper_pid));
+      throw Error("run \"" + name + "\" did not stop within " + std::to_string(wait.count()) +
+                  "s; its keeper is process " + std::to_string(run.keeper_pid));
     }
   }
   std::error_code ec;
@@ -421,7 +435,8 @@ bool LocalBackend::stop(const std::string& name) {
   // file `stop`, records the run as stopped rather than failed.
   write_private_file(dir + "/stop", format_rfc3339(env_.clock->now()) + "\n");
   ::kill(run.keeper_pid, SIGTERM);
-  const auto deadline = env_.clock->steady_now() + std::chrono::seconds(30);
+  const auto wait = std::chrono::seconds(run.grace_s + 15);
+  const auto deadline = env_.clock->steady_now() + wait;
   while (env_.clock->steady_now() < deadline) {
     const LocalRun now = read_local_run(dir);
     if (now.state == RunState::kStopped) return true;
@@ -443,8 +458,8 @@ bool LocalBackend::stop(const std::string& name) {
     return true;
   }
   if (now.state != RunState::kStopped) {
-    throw Error("run \"" + name + "\" did not stop within 30s; its keeper is process " +
-                std::to_string(run.keeper_pid));
+    throw Error("run \"" + name + "\" did not stop within " + std::to_string(wait.count()) +
+                "s; its keeper is process " + std::to_string(run.keeper_pid));
   }
   return true;
 }

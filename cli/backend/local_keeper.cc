@@ -212,7 +212,7 @@ int keep(const std::string& run_dir, LocalRun& run) {
       {"KTRAIN_FRAMEWORK", run.framework},
       {"KTRAIN_PREFLIGHT", run.preflight},
       {"KTRAIN_RDZV_TIMEOUT", "120"},
-      {"KTRAIN_GRACE_PERIOD", "10"},
+      {"KTRAIN_GRACE_PERIOD", std::to_string(project::launcher_grace_seconds(run.grace_s))},
   };
 
   std::vector<NodeOutput> outputs(static_cast<size_t>(run.nodes));
@@ -258,7 +258,9 @@ int keep(const std::string& run_dir, LocalRun& run) {
       }
       if (!stopping) {
         stopping = true;
-        kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+        // As the kubelet does: SIGKILL when the grace period is over (the launchers
+        // have passed SIGTERM on and given their workers a little less).
+        kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(run.grace_s);
         for (const auto& n : run.node_status) {
           if (!n.exit_code && !n.signal) ::kill(-n.pid, SIGTERM);
         }

@@ -98,6 +98,7 @@ nlohmann::json to_json(const LocalRun& run) {
           {"nodes", run.nodes},
           {"nproc", run.nproc},
           {"gpus", run.gpus},
+          {"gracePeriod", run.grace_s},
           {"created", run.created},
           {"state", to_string(run.state)},
           {"keeperPid", run.keeper_pid},
@@ -111,6 +112,7 @@ LocalRun local_run_from_json(const nlohmann::json& j) {
   run.name = j.at("name").get<std::string>();
   run.sweep = j.value("sweep", "");
   run.project = j.value("project", "");
+  run.grace_s = j.value("gracePeriod", 30);
   run.labels = j.value("labels", std::map<std::string, std::string>{});
   run.directory = j.value("directory", "");
   run.launcher = j.value("launcher", "ktrain-launch");

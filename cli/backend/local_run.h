@@ -44,6 +44,7 @@ struct LocalRun {
   int nodes = 1;
   int nproc = 1;  ///< workers per node
   int gpus = 0;
+  int grace_s = 30;     ///< from SIGTERM to SIGKILL when stopped (train.gracePeriod)
   std::string created;  ///< RFC 3339
   RunState state = RunState::kPending;
   int keeper_pid = 0;

@@ -578,6 +578,9 @@ class ProjectParser {
     if (const Value* x = field(v, "deadline"))
       t.deadline_s = c_.duration(*x, "train.deadline", false);
     if (const Value* x = field(v, "ttl")) t.ttl_s = c_.duration(*x, "train.ttl", true);
+    if (const Value* x = field(v, "gracePeriod")) {
+      if (auto g = c_.duration(*x, "train.gracePeriod", false)) t.grace_period_s = *g;
+    }
     if (const Value* x = field(v, "preflight"))
       if (auto s = c_.one_of(*x, "train.preflight", kPreflights)) t.preflight = *s;
     if (const Value* x = field(v, "sweep")) sweep(*x, t);
@@ -652,6 +655,7 @@ class ProjectParser {
   void volumes(const Value& v, const std::string& path, std::vector<Volume>& out,
                std::map<std::string, std::string>& mounts) {
     if (!c_.list(v, path, "[{claim: imagenet, mount: /data}]")) return;
+    std::string checkpoint_at;  // the volume marked `checkpoint: true`
     for (std::size_t i = 0; i < v.items.size(); ++i) {
       const std::string p = path + "[" + std::to_string(i) + "]";
       const Value& item = v.items[i];
@@ -713,6 +717,25 @@ class ProjectParser {
       }
       if (const Value* x = field(item, "readOnly")) {
         if (auto b = c_.boolean(*x, p + ".readOnly")) vol.read_only = *b;
+      }
+      if (const Value* x = field(item, "checkpoint")) {
+        if (auto b = c_.boolean(*x, p + ".checkpoint")) vol.checkpoint = *b;
+        if (vol.checkpoint && path == "train.volumes" &&
+            (vol.read_only || vol.kind == Volume::Kind::kConfigMap ||
+             vol.kind == Volume::Kind::kSecret)) {
+          c_.add(x->origin, p + ".checkpoint",
+                 "the training job writes its checkpoints here: it cannot be " +
+                     std::string(vol.read_only ? "readOnly"
+                                               : "a configMap or secret (those are read-only)") +
+                     "; use a claim (or emptyDir)");
+          ok = false;
+        } else if (vol.checkpoint && !checkpoint_at.empty()) {
+          c_.add(x->origin, p + ".checkpoint",
+                 "only one volume can keep the checkpoints; " + checkpoint_at + " does already");
+          ok = false;
+        } else if (vol.checkpoint) {
+          checkpoint_at = p;
+        }
       }
       if (ok) out.push_back(vol);
     }

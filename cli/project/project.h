@@ -42,6 +42,7 @@ struct Volume {
   std::string source;  ///< the claim/configMap/secret name (empty for emptyDir)
   std::string mount;   ///< absolute path in the container
   bool read_only = false;
+  bool checkpoint = false;  ///< KTRAIN_CHECKPOINT_DIR names its mount path
 };
 
 /// One entry of `train.envFrom` (`secret/NAME` or `configMap/NAME`).
@@ -76,9 +77,28 @@ struct Train {
   int restarts = 0;                        ///< backoffLimit
   std::optional<std::int64_t> deadline_s;  ///< activeDeadlineSeconds
   std::optional<std::int64_t> ttl_s;       ///< ttlSecondsAfterFinished
-  std::string preflight = "quick";         ///< off | quick | full
-  std::vector<SweepParam> sweep;           ///< empty = no sweep
+  /// terminationGracePeriodSeconds: from SIGTERM (stop, delete, preemption) to SIGKILL.
+  std::int64_t grace_period_s = 30;
+  std::string preflight = "quick";  ///< off | quick | full
+  std::vector<SweepParam> sweep;    ///< empty = no sweep
 };
+
+/// How long ktrain-launch gives its workers after passing SIGTERM on, before SIGKILL,
+/// within a grace period of `grace_s`: 5 s less (the launcher then still reports how
+/// the node ended before the kubelet kills the pod), or three quarters of a grace
+/// period of 20 s or less; at least 1 s.
+inline std::int64_t launcher_grace_seconds(std::int64_t grace_s) {
+  const std::int64_t g = grace_s > 20 ? grace_s - 5 : grace_s * 3 / 4;
+  return g < 1 ? 1 : g;
+}
+
+/// The mount path of the volume marked `checkpoint: true`, or "" when none is.
+inline std::string checkpoint_dir(const std::vector<Volume>& volumes) {
+  for (const auto& v : volumes) {
+    if (v.checkpoint) return v.mount;
+  }
+  return "";
+}
 
 /// A toleration, from "key=value:Effect", "key:Effect", "key" or a full object.
 struct Toleration {

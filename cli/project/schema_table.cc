@@ -207,6 +207,13 @@ std::vector<SectionSpec> make_sections() {
             .kind = K::kDuration,
             .description = "How long a finished job is kept (ttlSecondsAfterFinished), like 7d.",
             .example = R"("7d")"},
+           {.name = "gracePeriod",
+            .kind = K::kDuration,
+            .min = 1,
+            .description = "From SIGTERM (stop, delete, preemption) to SIGKILL "
+                           "(terminationGracePeriodSeconds): the time to save a checkpoint. "
+                           "Default: 30s.",
+            .example = R"("2m")"},
            {.name = "preflight",
             .kind = K::kEnum,
             .values = {"off", "quick", "full"},
@@ -249,6 +256,11 @@ std::vector<SectionSpec> make_sections() {
            {.name = "readOnly",
             .kind = K::kBoolean,
             .description = "Mount it read-only. Default: false.",
+            .example = "true"},
+           {.name = "checkpoint",
+            .kind = K::kBoolean,
+            .description = "This volume keeps checkpoints: KTRAIN_CHECKPOINT_DIR names its "
+                           "mount path (at most one volume). Default: false.",
             .example = "true"},
        }},
       {"scheduling",

@@ -290,7 +290,11 @@ ordered_json train_env(const project::Project& p, const std::string& run,
                  {"valueFrom", {{"secretKeyRef", {{"name", run + "-rdzv"}, {"key", "token"}}}}}});
   env.push_back(env_value("KTRAIN_FRAMEWORK", t.framework));
   env.push_back(env_value("KTRAIN_PREFLIGHT", t.preflight));
-  env.push_back(env_value("KTRAIN_GRACE_PERIOD", "25"));
+  env.push_back(env_value("KTRAIN_GRACE_PERIOD",
+                          std::to_string(project::launcher_grace_seconds(t.grace_period_s))));
+  if (auto dir = project::checkpoint_dir(t.volumes); !dir.empty()) {
+    env.push_back(env_value("KTRAIN_CHECKPOINT_DIR", dir));
+  }
   env.push_back(env_field("KTRAIN_POD_IP", "status.podIP"));
   for (const auto& [name, value] : point.params) {
     env.push_back(env_value(project::param_env_name(name), value));
@@ -329,6 +333,7 @@ ordered_json render_job(const RenderContext& ctx, const std::string& run,
   auto& pod = tmpl["spec"];
   pod["subdomain"] = run;
   pod["restartPolicy"] = "Never";  // podFailurePolicy requires it
+  pod["terminationGracePeriodSeconds"] = t.grace_period_s;
   if (volcano) pod["schedulerName"] = "volcano";
   set_pod_common(pod, p, t.gpus > 0, t.gpu_type);
   auto [volumes, mounts] = volume_lists(t.volumes, t.shm);
@@ -428,6 +433,9 @@ std::vector<ordered_json> render_serve(const RenderContext& ctx) {
       ordered_json::array({{{"name", "http"}, {"containerPort", sv.port}, {"protocol", "TCP"}}});
   ordered_json env = ordered_json::array();
   if (needs_home(p)) env.push_back(env_value("HOME", kHome));
+  if (auto dir = project::checkpoint_dir(sv.volumes); !dir.empty()) {
+    env.push_back(env_value("KTRAIN_CHECKPOINT_DIR", dir));
+  }
   append_user_env(env, sv.env);
   if (!env.empty()) c["env"] = env;
   set_env_from(c, sv.env_from);

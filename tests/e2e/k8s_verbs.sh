@@ -59,6 +59,15 @@ expect_eq "$(kubectl get secret ok-a-rdzv -o jsonpath='{.type}')" "Opaque" "the 
 wait_state ok-a Succeeded 60
 expect_eq "$(kubectl get job ok-a -o jsonpath='{.status.succeeded}')" "1" "kubectl: the Job succeeded"
 
+echo "== grace period and checkpoint volume"
+k_ok "submit with gracePeriod" submit -f ok.yaml --run-id g --set train.gracePeriod=45s \
+  --set 'train.volumes=[{emptyDir: {}, mount: /ckpt, checkpoint: true}]'
+expect_eq "$(kubectl get job ok-g -o jsonpath='{.spec.template.spec.terminationGracePeriodSeconds}')" "45" "kubectl: the pod's grace period"
+expect_eq "$(kubectl get job ok-g -o jsonpath='{.spec.template.spec.containers[0].env[?(@.name=="KTRAIN_GRACE_PERIOD")].value} {.spec.template.spec.containers[0].env[?(@.name=="KTRAIN_CHECKPOINT_DIR")].value}')" \
+  "40 /ckpt" "kubectl: the launcher's grace, 5 s less, and the checkpoint folder"
+wait_state ok-g Succeeded 60
+k_ok "delete ok-g" delete ok-g
+
 echo "== submit again with the same run id"
 k_ok "submit idem" submit -f idem.yaml --run-id a
 wait_state idem-a Running 60

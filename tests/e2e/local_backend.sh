@@ -204,6 +204,63 @@ expect_status 1 "$ktrain" stop nosuch
 expect_status 0 "$ktrain" delete job-st
 echo "ok: stop, resume"
 
+# Checkpoints: the volume marked checkpoint is KTRAIN_CHECKPOINT_DIR (here a folder per
+# project in the state folder); stop sends SIGTERM and gives train.gracePeriod to save;
+# resume starts from what was saved.
+mkdir "$work/ck" && cd "$work/ck"
+cat >ck.py <<'PY'
+import os, signal, sys, time
+d = os.environ["KTRAIN_CHECKPOINT_DIR"]
+rank = os.environ["RANK"]
+path = os.path.join(d, "rank" + rank)
+step = int(open(path).read()) if os.path.exists(path) else 0
+print(f"rank {rank} starts at step {step} in {d}", flush=True)
+def save(*_):
+    time.sleep(float(os.environ.get("SAVE_SECONDS", "1")))  # a slow save
+    with open(path + ".tmp", "w") as f:
+        f.write(str(step))
+    os.replace(path + ".tmp", path)
+    print(f"rank {rank} saved step {step}", flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, save)
+while True:
+    step += 1
+    time.sleep(0.01)
+PY
+cat >ktrain.yaml <<'YAML'
+name: ck
+image: registry.example.com/job:1.0
+train:
+  command: [python3, ck.py]
+  gracePeriod: 8s
+  env: {SAVE_SECONDS: "3"}
+  volumes:
+    - {claim: ckpt, mount: /ckpt, checkpoint: true}
+YAML
+expect_status 0 "$ktrain" submit --run-id a
+waitfor "ck-a to start" sh -c "'$ktrain' logs ck-a | grep -q 'starts at step 0 in $XDG_STATE_HOME/ktrain/checkpoints/ck'"
+sleep 0.5
+expect_status 0 "$ktrain" stop ck-a
+expect_status 0 "$ktrain" logs ck-a
+grep -Eq '^\[rank 0\] rank 0 saved step [1-9][0-9]*$' "$work/out" || fail "no checkpoint saved within the grace period: $(cat "$work/out")"
+saved=$(cat "$XDG_STATE_HOME/ktrain/checkpoints/ck/rank0")
+[ "$saved" -gt 0 ] || fail "checkpoint: $saved"
+expect_status 0 "$ktrain" resume ck-a
+waitfor "ck-a to resume" sh -c "'$ktrain' logs ck-a | grep -q 'starts at step $saved in'"
+expect_status 0 "$ktrain" delete ck-a  # SIGTERM too: it saves again
+saved=$(cat "$XDG_STATE_HOME/ktrain/checkpoints/ck/rank0")
+# A grace period too short for the save: killed, the checkpoint is not written.
+expect_status 0 "$ktrain" submit --run-id b --set train.gracePeriod=2s
+waitfor "ck-b to start" sh -c "'$ktrain' logs ck-b | grep -q 'starts at step'"
+expect_status 0 "$ktrain" stop ck-b
+expect_status 0 "$ktrain" logs ck-b
+! grep -q 'saved step' "$work/out" || fail "a save longer than the grace period completed: $(cat "$work/out")"
+grep -q "ktrain-launch: " "$work/out" || fail "no launcher lines: $(cat "$work/out")"
+[ "$(cat "$XDG_STATE_HOME/ktrain/checkpoints/ck/rank0")" = "$saved" ] || fail "the killed save changed the checkpoint"
+expect_status 0 "$ktrain" delete ck-b
+cd "$work/proj"
+echo "ok: checkpoints: KTRAIN_CHECKPOINT_DIR, saved within train.gracePeriod on stop, resumed from"
+
 # The lines of different nodes in time order: --timestamps sorts the whole log, and
 # following orders them within a window (the local follow reads node by node).
 expect_status 0 "$ktrain" submit --run-id tk --set train.env.MODE=tick --wait

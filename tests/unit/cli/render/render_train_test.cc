@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "base/error.h"
@@ -550,4 +551,44 @@ TEST_CASE("render: multiply_quantity keeps suffixes and decimals") {
   CHECK_THROWS_AS(multiply_quantity("5Xi", 2), Error);
   CHECK(multiply_quantity("5.", 2) == "10");
   CHECK(multiply_quantity("2E-1", 2) == "4E-1");
+}
+
+TEST_CASE("render: train.gracePeriod is the pod's grace; the launcher gives its workers less") {
+  auto p = train_project();
+  auto r = render_fixed(p);
+  auto pod = object_of(r, "Job")["spec"]["template"]["spec"];
+  CHECK(pod["terminationGracePeriodSeconds"] == 30);
+  CHECK(env_of(container_of(object_of(r, "Job")), "KTRAIN_GRACE_PERIOD")["value"] == "25");
+
+  p.train->grace_period_s = 300;
+  r = render_fixed(p);
+  pod = object_of(r, "Job")["spec"]["template"]["spec"];
+  CHECK(pod["terminationGracePeriodSeconds"] == 300);
+  CHECK(env_of(container_of(object_of(r, "Job")), "KTRAIN_GRACE_PERIOD")["value"] == "295");
+
+  CHECK(project::launcher_grace_seconds(20) == 15);
+  CHECK(project::launcher_grace_seconds(21) == 16);
+  CHECK(project::launcher_grace_seconds(4) == 3);
+  CHECK(project::launcher_grace_seconds(1) == 1);
+}
+
+TEST_CASE("render: the volume marked checkpoint is KTRAIN_CHECKPOINT_DIR, before the user's env") {
+  auto p = train_project();
+  p.train->volumes = {{project::Volume::Kind::kClaim, "data", "/data", true, false},
+                      {project::Volume::Kind::kClaim, "ckpt", "/ckpt", false, true}};
+  p.train->env = {{"A", "1"}};
+  auto r = render_fixed(p);
+  const auto& c = container_of(object_of(r, "Job"));
+  CHECK(env_of(c, "KTRAIN_CHECKPOINT_DIR")["value"] == "/ckpt");
+  std::vector<std::string> names;
+  for (const auto& e : c["env"]) names.push_back(e["name"]);
+  const auto at = [&names](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) - names.begin();
+  };
+  CHECK(at("KTRAIN_CHECKPOINT_DIR") == at("KTRAIN_GRACE_PERIOD") + 1);
+  CHECK(at("KTRAIN_CHECKPOINT_DIR") < at("A"));  // the user's env can name another folder
+
+  p.train->volumes[1].checkpoint = false;
+  r = render_fixed(p);
+  CHECK_FALSE(env_of(container_of(object_of(r, "Job")), "KTRAIN_CHECKPOINT_DIR").is_object());
 }
