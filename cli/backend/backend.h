@@ -36,6 +36,17 @@ struct RunSummary {
   int gpus = 0;  ///< per node
   std::chrono::system_clock::time_point created;
   std::map<std::string, std::string> labels;  ///< the Job's (Deployment's) labels
+  bool queued = false;  ///< waits for a place in its sweep (train.sweep.parallel)
+};
+
+/// One run of a sweep, as `ktrain status SWEEP` shows it.
+struct SweepRun {
+  RunSummary summary;
+  project::StringPairs params;  ///< its combination, in file order
+  std::optional<std::chrono::system_clock::time_point> started;
+  std::optional<std::chrono::system_clock::time_point> finished;
+  /// Succeeded: 0; Failed: the exit code of the node that failed first (when known).
+  std::optional<int> exit_code;
 };
 
 /// Which runs `list` returns.
@@ -138,6 +149,9 @@ class Backend {
   virtual void logs(const std::string& run, const LogOptions& opts, const LogSink& sink) = 0;
   /// Deletes everything the run created; stops it if running.
   virtual void remove(const std::string& run) = 0;
+  /// The runs of `sweep` (the base name of the runs one submit made of a sweep), in
+  /// index order; empty when there is no such sweep.
+  virtual std::vector<SweepRun> sweep_runs(const std::string& sweep) = 0;
   /// Stops the run and keeps its record (status, and the logs that remain): its pods
   /// (processes) go. Returns false when it was stopped already; throws Error (exit 1)
   /// when it has ended or is a service.

@@ -157,8 +157,9 @@ std::vector<ordered_json> with_rendezvous_secrets(std::vector<ordered_json> obje
     const std::string run = label_of(o, kRunLabel);
     if (auto j = jobs.find(run); j != jobs.end() && done.insert(run).second) {
       const auto& md = (*j->second)["metadata"];
-      out.push_back(
-          rendezvous_secret(run, md.value("namespace", ""), md["labels"], random_token()));
+      ordered_json labels = md["labels"];
+      labels.erase(render::kLabelQueued);  // the Job's state, not the Secret's
+      out.push_back(rendezvous_secret(run, md.value("namespace", ""), labels, random_token()));
     }
     out.push_back(std::move(o));
   }
@@ -436,6 +437,26 @@ std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_ru
   return refs;
 }
 
+namespace {
+
+/// What a summary does not need, dropped while each page or event is parsed.
+const std::vector<std::string> kSummaryDropKeys = {"managedFields",
+                                                   "annotations",
+                                                   "env",
+                                                   "envFrom",
+                                                   "command",
+                                                   "args",
+                                                   "volumeMounts",
+                                                   "volumes",
+                                                   "affinity",
+                                                   "tolerations",
+                                                   "podFailurePolicy",
+                                                   "securityContext",
+                                                   "nodeSelector",
+                                                   "uncountedTerminatedPods"};
+
+}  // namespace
+
 SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOptions& opts) {
   if (!project.train) {
     throw UsageError(project.file +
@@ -447,6 +468,20 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
   ro.run_id = opts.run_id.empty() ? random_run_id() : opts.run_id;
   const auto names = render::run_names(project, ro.run_id);
   const std::set<std::string> runs(names.begin(), names.end());
+  if (project.train->sweep_parallel > 0 && !opts.run_id.empty()) {
+    // Submitted again: the runs of the sweep started already stay started (an apply
+    // with suspend would stop them).
+    kube::ListOptions lo;
+    lo.label_selector = std::string(kube::kLabelSweep) + "=" + project.name + "-" + ro.run_id;
+    lo.drop_keys = kSummaryDropKeys;
+    client_.list(kube::collection_path(kube::resource_type("batch/v1", "Job"), ns), lo,
+                 [&ro](json& job) {
+                   const auto& l = job["metadata"]["labels"];
+                   if (l.value(render::kLabelQueued, "") != "true") {
+                     ro.started.insert(job["metadata"].value("name", ""));
+                   }
+                 });
+  }
   // The renderer makes each object into its request as it is rendered (and frees its
   // tree), and hands over each run's objects together; they are sent while the later
   // runs are rendered.
@@ -469,9 +504,10 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
           obj["metadata"]["namespace"] = ns;
         }
         if (obj.value("kind", "") == "Job") {
+          ordered_json labels = obj["metadata"]["labels"];
+          labels.erase(render::kLabelQueued);  // the Job's state, not the Secret's
           group.push_back(
-              prepare(rendezvous_secret(run, ns, obj["metadata"]["labels"], random_token()),
-                      opts.dry_run_server));
+              prepare(rendezvous_secret(run, ns, labels, random_token()), opts.dry_run_server));
         }
         group.push_back(prepare(obj, opts.dry_run_server));
       });
@@ -508,22 +544,6 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
 }
 
 namespace {
-
-/// What a summary does not need, dropped while each page or event is parsed.
-const std::vector<std::string> kSummaryDropKeys = {"managedFields",
-                                                   "annotations",
-                                                   "env",
-                                                   "envFrom",
-                                                   "command",
-                                                   "args",
-                                                   "volumeMounts",
-                                                   "volumes",
-                                                   "affinity",
-                                                   "tolerations",
-                                                   "podFailurePolicy",
-                                                   "securityContext",
-                                                   "nodeSelector",
-                                                   "uncountedTerminatedPods"};
 
 /// The labelSelector of a list: ktrain's objects, of the sweep, matching -l.
 std::string list_selector(const ListFilter& f) {
@@ -693,6 +713,128 @@ RunStatus KubeBackend::status(const std::string& run) {
   return service ? kube::describe_service(*service, pods) : describe(ns, run, *job, pods);
 }
 
+namespace {
+
+/// The rank that failed first among a run's pods, and its exit code (-1 when unknown):
+/// the earliest finish among failed ranks, a peer's "stopped because another rank
+/// failed" (exit 75) only when nothing else failed.
+std::optional<std::pair<int, int>> first_failure(const std::vector<json>& pods) {
+  std::optional<std::pair<int, int>> out;
+  std::optional<std::chrono::system_clock::time_point> best;
+  bool best_is_peer = true;
+  for (const auto& p : pods) {
+    const int idx = kube::pod_rank(p);
+    if (idx < 0 || p["status"].value("phase", "") != "Failed") continue;
+    std::optional<std::chrono::system_clock::time_point> when;
+    int code = -1;
+    if (p["status"].contains("containerStatuses")) {
+      for (const auto& cs : p["status"]["containerStatuses"]) {
+        if (cs.contains("state") && cs["state"].contains("terminated")) {
+          const auto& t = cs["state"]["terminated"];
+          code = t.value("exitCode", -1);
+          when = parse_rfc3339(t.value("finishedAt", ""));
+        }
+      }
+    }
+    const bool peer = code == 75;
+    auto t = when.value_or(std::chrono::system_clock::time_point::max());
+    if (!out || (best_is_peer && !peer) || (peer == best_is_peer && best && t < *best)) {
+      out = std::make_pair(idx, code);
+      best = t;
+      best_is_peer = peer;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SweepRun> KubeBackend::sweep_runs(const std::string& sweep) {
+  const std::string ns = client_.default_namespace();
+  const std::string selector =
+      std::string(kube::kLabelManagedBy) + "=ktrain," + kube::kLabelSweep + "=" + sweep;
+  kube::ListOptions lo;
+  lo.label_selector = selector;
+  lo.limit = 250;
+  // As for list, but the annotations stay: they hold each run's combination.
+  lo.drop_keys = {"managedFields",
+                  "env",
+                  "envFrom",
+                  "command",
+                  "args",
+                  "volumeMounts",
+                  "volumes",
+                  "affinity",
+                  "tolerations",
+                  "podFailurePolicy",
+                  "securityContext",
+                  "nodeSelector",
+                  "uncountedTerminatedPods"};
+  std::vector<SweepRun> out;
+  client_.list(
+      kube::collection_path(kube::resource_type("batch/v1", "Job"), ns), lo, [&out](json& job) {
+        SweepRun r;
+        r.summary = kube::summarize_job(job);
+        const auto& md = job["metadata"];
+        if (md.contains("annotations") && md["annotations"].is_object()) {
+          const std::string params = md["annotations"].value(render::kAnnotationParams, "");
+          try {
+            const auto j = ordered_json::parse(params.empty() ? "{}" : params);  // file order
+            for (const auto& [k, v] : j.items()) {
+              if (v.is_string()) r.params.emplace_back(k, v.get<std::string>());
+            }
+          } catch (const std::exception&) {
+          }
+        }
+        const auto& st = job["status"];
+        if (st.is_object()) {
+          r.started = parse_rfc3339(st.value("startTime", ""));
+          r.finished = parse_rfc3339(st.value("completionTime", ""));
+          if (!r.finished && st.contains("conditions")) {
+            for (const auto& c : st["conditions"]) {
+              // The ending conditions, set before completionTime is.
+              const std::string type = c.value("type", "");
+              if ((type == "Failed" || type == "FailureTarget" || type == "Complete" ||
+                   type == "SuccessCriteriaMet") &&
+                  c.value("status", "") == "True" && !r.finished) {
+                r.finished = parse_rfc3339(c.value("lastTransitionTime", ""));
+              }
+            }
+          }
+        }
+        if (r.summary.state == RunState::kSucceeded) r.exit_code = 0;
+        out.push_back(std::move(r));
+      });
+  if (out.empty()) return out;
+  // The exit codes of failed runs, from their pods.
+  bool any_failed = false;
+  for (const auto& r : out) any_failed = any_failed || r.summary.state == RunState::kFailed;
+  if (any_failed) {
+    std::map<std::string, std::vector<json>> pods;  // by run
+    kube::ListOptions po;
+    po.label_selector = selector;
+    po.limit = 500;
+    po.drop_keys = {"managedFields", "spec", "conditions"};
+    client_.list(kube::collection_path(kube::resource_type("v1", "Pod"), ns), po, [&pods](json& p) {
+      const auto& l = p["metadata"]["labels"];
+      const std::string run = l.is_object() ? l.value(kube::kLabelRun, "") : "";
+      pods[run].push_back(std::move(p));
+    });
+    for (auto& r : out) {
+      if (r.summary.state != RunState::kFailed) continue;
+      if (auto first = first_failure(pods[r.summary.name]); first && first->second >= 0) {
+        r.exit_code = first->second;
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const SweepRun& a, const SweepRun& b) {
+    const auto& x = a.summary.name;
+    const auto& y = b.summary.name;
+    return x.size() != y.size() ? x.size() < y.size() : x < y;
+  });
+  return out;
+}
+
 RunStatus KubeBackend::describe(const std::string& ns, const std::string& run, const json& job,
                                 const std::vector<json>& pods) {
   std::vector<json> events;
@@ -713,33 +855,7 @@ RunStatus KubeBackend::describe(const std::string& ns, const std::string& run, c
   }
   RunStatus st = kube::describe_run(job, pods, events);
 
-  // The rank that failed first: the earliest finish among failed ranks, a peer's
-  // "stopped because another rank failed" (exit 75) only when nothing else failed.
-  std::optional<std::chrono::system_clock::time_point> best;
-  bool best_is_peer = true;
-  for (const auto& p : pods) {
-    const int idx = kube::pod_rank(p);
-    if (idx < 0 || p["status"].value("phase", "") != "Failed") continue;
-    std::optional<std::chrono::system_clock::time_point> when;
-    int code = -1;
-    if (p["status"].contains("containerStatuses")) {
-      for (const auto& cs : p["status"]["containerStatuses"]) {
-        if (cs.contains("state") && cs["state"].contains("terminated")) {
-          const auto& t = cs["state"]["terminated"];
-          code = t.value("exitCode", -1);
-          when = parse_rfc3339(t.value("finishedAt", ""));
-        }
-      }
-    }
-    const bool peer = code == 75;
-    auto t = when.value_or(std::chrono::system_clock::time_point::max());
-    if (st.first_failed < 0 || (best_is_peer && !peer) ||
-        (peer == best_is_peer && best && t < *best)) {
-      st.first_failed = idx;
-      best = t;
-      best_is_peer = peer;
-    }
-  }
+  if (auto first = first_failure(pods)) st.first_failed = first->first;
   return st;
 }
 
@@ -906,10 +1022,16 @@ json job_to_change(kube::Client& client, const std::string& ns, const std::strin
 
 }  // namespace
 
+static bool is_queued(const json& job) {
+  const auto& labels = job["metadata"]["labels"];
+  return labels.is_object() && labels.value(render::kLabelQueued, "") == "true";
+}
+
 bool KubeBackend::stop(const std::string& run) {
   const std::string ns = client_.default_namespace();
   const json job = job_to_change(client_, ns, run, "stop");
   if (kube::summarize_job(job).state == RunState::kStopped) return false;
+  // A run waiting for its place in a sweep is stopped too: it no longer waits.
   // Suspending the Job makes the Job controller delete its pods (each gets its grace
   // period: the launcher passes SIGTERM on to the workers); the Job, its status, the
   // Service and the Secret stay. The label marks it as stopped rather than queued.
@@ -927,9 +1049,10 @@ bool KubeBackend::stop(const std::string& run) {
 bool KubeBackend::resume(const std::string& run) {
   const std::string ns = client_.default_namespace();
   const json job = job_to_change(client_, ns, run, "resume");
-  if (kube::summarize_job(job).state != RunState::kStopped) return false;
+  // Stopped by `ktrain stop`, or waiting for its place in a sweep.
+  if (kube::summarize_job(job).state != RunState::kStopped && !is_queued(job)) return false;
   json patch = {{"metadata",
-                 {{"labels", {{kube::kLabelStopped, nullptr}}},
+                 {{"labels", {{kube::kLabelStopped, nullptr}, {render::kLabelQueued, nullptr}}},
                   {"annotations", {{kube::kAnnotationStoppedAt, nullptr}}}}},
                 {"spec", {{"suspend", false}}}};
   with_context("resuming run \"" + run + "\"", [&] {

@@ -44,6 +44,7 @@ class KubeBackend : public Backend {
   /// The ktrain Jobs in the namespace (or all namespaces), newest first; read page by
   /// page, keeping only the summaries.
   std::vector<RunSummary> list(const ListFilter& filter) override;
+  std::vector<SweepRun> sweep_runs(const std::string& sweep) override;
   bool stop(const std::string& run) override;
   bool resume(const std::string& run) override;
   void watch_list(const ListFilter& filter,

@@ -94,6 +94,7 @@ RunSummary summary_of(const LocalRun& run) {
   s.name = run.name;
   s.sweep = run.sweep;
   s.labels = run.labels;
+  s.queued = run.queued;
   s.state = run.state;
   s.nodes = run.nodes;
   s.gpus = run.gpus;
@@ -101,9 +102,18 @@ RunSummary summary_of(const LocalRun& run) {
   return s;
 }
 
+/// NAME-2 before NAME-10.
+void sort_by_index(std::vector<SweepRun>& runs) {
+  std::sort(runs.begin(), runs.end(), [](const SweepRun& a, const SweepRun& b) {
+    const auto& x = a.summary.name;
+    const auto& y = b.summary.name;
+    return x.size() != y.size() ? x.size() < y.size() : x < y;
+  });
+}
+
 /// A run whose keeper vanished without finishing is reported as failed.
 void settle_orphaned(LocalRun& run) {
-  if ((run.state == RunState::kRunning || run.state == RunState::kPending) &&
+  if ((run.state == RunState::kRunning || run.state == RunState::kPending) && !run.queued &&
       !process_alive(run.keeper_pid)) {
     run.state = RunState::kFailed;
     if (run.reason.empty()) run.reason = "the local run's keeper process is gone";
@@ -194,6 +204,9 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
       run.env.insert(run.env.begin(), {"KTRAIN_CHECKPOINT_DIR", checkpoints});
     }
     for (const auto& [k, v] : point.params) run.env.emplace_back(project::param_env_name(k), v);
+    run.params = point.params;
+    // Beyond train.sweep.parallel, a run waits: recorded, not started.
+    run.queued = train.sweep_parallel > 0 && point.index >= train.sweep_parallel;
     run.framework = train.framework;
     run.preflight = train.gpus > 0 ? train.preflight : "off";
     run.nodes = train.nodes;
@@ -209,7 +222,7 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
     }
     write_private_file(dir + "/secret", random_hex(32) + "\n");
     write_local_run(dir, run);
-    spawn_keeper(programs_.ktrain, dir);
+    if (!run.queued) spawn_keeper(programs_.ktrain, dir);
     result.runs.push_back(run.name);
     result.objects.push_back("localrun/" + run.name);
   }
@@ -286,6 +299,12 @@ RunStatus LocalBackend::status(const std::string& name) {
     st.first_failed = run.first_failed;
     st.conditions.push_back("Failed");
     if (!run.reason.empty()) st.explanations.push_back(run.reason);
+  }
+  if (run.queued) {
+    st.explanations.push_back(
+        "waits for a place in its sweep (train.sweep.parallel): 'ktrain submit' starts it when "
+        "another run of the sweep ends; 'ktrain resume " +
+        name + "' starts it now");
   }
   if (run.state == RunState::kStopped) {
     st.explanations.push_back(
@@ -422,6 +441,41 @@ void LocalBackend::remove(const std::string& name) {
   if (ec) throw Error("cannot remove '" + dir + "': " + ec.message());
 }
 
+std::vector<SweepRun> LocalBackend::sweep_runs(const std::string& sweep) {
+  std::vector<SweepRun> out;
+  ListFilter filter;
+  filter.sweep = sweep;
+  for (const auto& summary : list(filter)) {
+    LocalRun run;
+    try {
+      run = read_local_run(run_dir(summary.name));
+    } catch (const Error&) {
+      continue;  // deleted meanwhile
+    }
+    SweepRun sr;
+    sr.summary = summary;
+    sr.params = run.params;
+    for (const auto& n : run.node_status) {
+      auto s = parse_rfc3339(n.started);
+      if (s && (!sr.started || *s < *sr.started)) sr.started = s;
+      auto f = parse_rfc3339(n.finished);
+      if (f && (!sr.finished || *f > *sr.finished)) sr.finished = f;
+    }
+    if (summary.state == RunState::kSucceeded) {
+      sr.exit_code = 0;
+    } else if (summary.state == RunState::kFailed && run.first_failed >= 0 &&
+               run.first_failed < static_cast<int>(run.node_status.size())) {
+      sr.exit_code = run.node_status[static_cast<size_t>(run.first_failed)].exit_code;
+    }
+    if (summary.state != RunState::kSucceeded && summary.state != RunState::kFailed) {
+      sr.finished.reset();
+    }
+    out.push_back(std::move(sr));
+  }
+  sort_by_index(out);
+  return out;
+}
+
 bool LocalBackend::stop(const std::string& name) {
   if (!has_run(name)) throw Error("run \"" + name + "\" not found among local runs");
   const std::string dir = run_dir(name);
@@ -430,6 +484,13 @@ bool LocalBackend::stop(const std::string& name) {
   if (run.state == RunState::kStopped) return false;
   if (run.state == RunState::kSucceeded || run.state == RunState::kFailed) {
     throw Error("run \"" + name + "\" has ended (" + to_string(run.state) + "): nothing to stop");
+  }
+  if (run.queued) {  // not started: it no longer waits
+    run.queued = false;
+    run.state = RunState::kStopped;
+    run.reason = "stopped by 'ktrain stop'";
+    write_local_run(dir, run);
+    return true;
   }
   // The keeper stops the nodes (SIGTERM, then SIGKILL after its grace) and, finding the
   // file `stop`, records the run as stopped rather than failed.
@@ -473,9 +534,10 @@ bool LocalBackend::resume(const std::string& name) {
     throw Error("run \"" + name + "\" has ended (" + to_string(run.state) +
                 "): nothing to resume; 'ktrain submit' starts a new run");
   }
-  if (run.state != RunState::kStopped) return false;
+  if (run.state != RunState::kStopped && !run.queued) return false;
   std::error_code ec;
   fs::remove(dir + "/stop", ec);
+  run.queued = false;
   // A new keeper starts every node again; their logs go on in the same files.
   run.state = RunState::kPending;
   run.reason.clear();

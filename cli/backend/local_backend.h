@@ -27,6 +27,7 @@ class LocalBackend : public Backend {
 
   SubmitResult submit(const project::Project& project, const SubmitOptions& opts) override;
   std::vector<RunSummary> list(const ListFilter& filter) override;
+  std::vector<SweepRun> sweep_runs(const std::string& sweep) override;
   bool stop(const std::string& run) override;
   bool resume(const std::string& run) override;
   void watch_list(const ListFilter& filter,

@@ -74,6 +74,8 @@ RunState state_from_string(const std::string& s) {
 nlohmann::json to_json(const LocalRun& run) {
   nlohmann::json env = nlohmann::json::array();
   for (const auto& [k, v] : run.env) env.push_back({k, v});
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& [k, v] : run.params) params.push_back({k, v});
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& n : run.node_status) {
     nlohmann::json j = {{"index", n.index},
@@ -99,6 +101,8 @@ nlohmann::json to_json(const LocalRun& run) {
           {"nproc", run.nproc},
           {"gpus", run.gpus},
           {"gracePeriod", run.grace_s},
+          {"queued", run.queued},
+          {"params", params},
           {"created", run.created},
           {"state", to_string(run.state)},
           {"keeperPid", run.keeper_pid},
@@ -113,6 +117,10 @@ LocalRun local_run_from_json(const nlohmann::json& j) {
   run.sweep = j.value("sweep", "");
   run.project = j.value("project", "");
   run.grace_s = j.value("gracePeriod", 30);
+  run.queued = j.value("queued", false);
+  for (const auto& kv : j.value("params", nlohmann::json::array())) {
+    run.params.emplace_back(kv.at(0).get<std::string>(), kv.at(1).get<std::string>());
+  }
   run.labels = j.value("labels", std::map<std::string, std::string>{});
   run.directory = j.value("directory", "");
   run.launcher = j.value("launcher", "ktrain-launch");

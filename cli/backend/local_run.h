@@ -44,8 +44,10 @@ struct LocalRun {
   int nodes = 1;
   int nproc = 1;  ///< workers per node
   int gpus = 0;
-  int grace_s = 30;     ///< from SIGTERM to SIGKILL when stopped (train.gracePeriod)
-  std::string created;  ///< RFC 3339
+  int grace_s = 30;             ///< from SIGTERM to SIGKILL when stopped (train.gracePeriod)
+  bool queued = false;          ///< waits for a place in its sweep (train.sweep.parallel)
+  project::StringPairs params;  ///< its sweep combination, in file order
+  std::string created;          ///< RFC 3339
   RunState state = RunState::kPending;
   int keeper_pid = 0;
   std::string reason;     ///< why it failed, one line

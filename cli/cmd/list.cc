@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <set>
@@ -25,6 +26,38 @@ const std::vector<backend::RunState> kStates = {
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
+}
+
+/// The runs, newest first, with the runs of a sweep together where its newest run is,
+/// in index order (NAME-2 before NAME-10).
+std::vector<backend::RunSummary> grouped(std::vector<backend::RunSummary> runs) {
+  std::map<std::string, std::vector<backend::RunSummary>> sweeps;
+  std::vector<backend::RunSummary> out;
+  std::vector<std::string> order;  // "" for a run by itself, else its sweep
+  std::vector<backend::RunSummary> singles;
+  for (auto& r : runs) {
+    const std::string key = r.sweep.empty() ? "" : r.namespace_ + "/" + r.sweep;
+    if (key.empty()) {
+      order.push_back("");
+      singles.push_back(std::move(r));
+      continue;
+    }
+    if (!sweeps.count(key)) order.push_back(key);
+    sweeps[key].push_back(std::move(r));
+  }
+  size_t single = 0;
+  for (const auto& key : order) {
+    if (key.empty()) {
+      out.push_back(std::move(singles[single++]));
+      continue;
+    }
+    auto& group = sweeps[key];
+    std::sort(group.begin(), group.end(), [](const auto& a, const auto& b) {
+      return a.name.size() != b.name.size() ? a.name.size() < b.name.size() : a.name < b.name;
+    });
+    for (auto& r : group) out.push_back(std::move(r));
+  }
+  return out;
 }
 
 struct ListOptions {
@@ -102,8 +135,9 @@ struct ListOptions {
 
   /// The runs as a table, as JSON (one line per list when `watching`), YAML (one
   /// document per list) or names.
-  void print(Env& env, const std::vector<backend::RunSummary>& runs, const std::string& o,
+  void print(Env& env, const std::vector<backend::RunSummary>& listed, const std::string& o,
              bool watching) const {
+    const auto runs = grouped(listed);
     const auto now = env.clock->now();
     if (o == "json" || o == "yaml") {
       nlohmann::ordered_json j;
@@ -143,9 +177,12 @@ struct ListOptions {
     for (const auto& r : runs) {
       std::string row =
           ns ? fmt::format("{:<16}  ", r.namespace_.empty() ? "-" : r.namespace_) : "";
-      row += fmt::format("{:<{}}  {:<5}  {:<10} {:>5} {:>5}  {:<{}}", r.name, width, r.kind,
-                         backend::to_string(r.state), r.nodes, r.gpus, format_age(now - r.created),
-                         age_w);
+      // A run of a sweep that waits for its place (train.sweep.parallel): Waiting.
+      const std::string state = r.queued && r.state == backend::RunState::kPending
+                                    ? "Waiting"
+                                    : backend::to_string(r.state);
+      row += fmt::format("{:<{}}  {:<5}  {:<10} {:>5} {:>5}  {:<{}}", r.name, width, r.kind, state,
+                         r.nodes, r.gpus, format_age(now - r.created), age_w);
       if (wide) {
         row += fmt::format("  {:<{}}  {}", r.sweep.empty() ? "-" : r.sweep, sweep_w,
                            format_rfc3339(r.created));

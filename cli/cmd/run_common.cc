@@ -69,7 +69,7 @@ std::unique_ptr<backend::Backend> open_backend_for_sweep(Env& env, const TargetF
       if (s.sweep == sweep) return open_local(env);
     }
   }
-  return open_backend(env, target);
+  return open_backend(env, target, sweep);  // a local run of that name: local too
 }
 
 void print_log_line(Env& env, const backend::LogLine& line, bool timestamps,
@@ -195,6 +195,43 @@ void logs_in_order(Env& env, backend::Backend& be, const std::string& run, backe
   ordered.finish();
 }
 
+void release_sweep(Env& env, backend::Backend& be, const std::string& sweep,
+                   const std::vector<std::string>& runs, int parallel,
+                   const std::function<bool()>& stop) {
+  backend::ListFilter filter;
+  filter.sweep = sweep;
+  size_t started = 0;
+  while (!(stop && stop())) {
+    std::map<std::string, backend::RunSummary> now;
+    for (auto& r : be.list(filter)) now.emplace(r.name, std::move(r));
+    int active = 0;
+    std::vector<std::string> waiting;  // in the order of `runs`
+    for (const auto& name : runs) {
+      auto it = now.find(name);
+      if (it == now.end()) continue;  // deleted
+      const auto& r = it->second;
+      if (r.queued) {
+        waiting.push_back(name);
+      } else if (r.state == RunState::kPending || r.state == RunState::kRunning) {
+        ++active;
+      }
+    }
+    if (waiting.empty()) return;
+    for (size_t i = 0; i < waiting.size() && active < parallel; ++i, ++active) {
+      be.resume(waiting[i]);
+      ++started;
+      if (!env.global.quiet) {
+        // One write per line: the logs of a --follow may be printed meanwhile.
+        *env.err << fmt::format("ktrain: started {} ({} still wait; at most {} at once)\n",
+                                waiting[i], waiting.size() - i - 1, parallel);
+      }
+    }
+    for (int i = 0; i < 10 && !(stop && stop()); ++i) {
+      env.clock->sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+}
+
 int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::string>& runs,
                   std::optional<std::chrono::seconds> timeout, bool follow) {
   const auto start = env.clock->steady_now();
@@ -248,6 +285,7 @@ nlohmann::ordered_json to_json(const backend::RunSummary& s,
   if (!s.namespace_.empty()) j["namespace"] = s.namespace_;
   if (!s.sweep.empty()) j["sweep"] = s.sweep;
   j["state"] = backend::to_string(s.state);
+  if (s.queued) j["queued"] = true;  // waits for a place in its sweep
   j["nodes"] = s.nodes;
   j["gpusPerNode"] = s.gpus;
   j["created"] = format_rfc3339(s.created);

@@ -3,6 +3,7 @@
 // backend, printing log lines, and waiting for runs to end.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,14 @@ void print_log_line(Env& env, const backend::LogLine& line, bool timestamps,
 /// log sorted otherwise. Output is flushed after each batch when following.
 void logs_in_order(Env& env, backend::Backend& be, const std::string& run, backend::LogOptions opts,
                    const backend::LogSink& sink);
+
+/// Starts the runs of a sweep that wait for a place (train.sweep.parallel) as others
+/// end, so that at most `parallel` of `runs` are pending or running at once, in order;
+/// returns when every run has been started or `stop` says so. Says on stderr what it
+/// starts.
+void release_sweep(Env& env, backend::Backend& be, const std::string& sweep,
+                   const std::vector<std::string>& runs, int parallel,
+                   const std::function<bool()>& stop);
 
 /// Waits until every run in `runs` has ended (optionally following their logs),
 /// then returns 0 when all succeeded and 1 when one failed, after printing which

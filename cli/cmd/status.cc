@@ -1,6 +1,10 @@
 #include "cmd/status.h"
 
+#include <algorithm>
+#include <cctype>
+#include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -24,11 +28,27 @@ struct StatusOptions {
     if (!o.empty() && o != "table" && o != "wide" && o != "json" && o != "yaml") {
       throw UsageError("-o " + o + ": status prints table, wide, json or yaml");
     }
-    auto be = open_backend(env, target, run);
+    // A local run or sweep of that name first, then as for submit.
+    auto be = open_backend_for_sweep(env, target, run);
     if (!watch) {
-      print(env, be->status(run), o, false);
+      std::optional<backend::RunStatus> st;
+      try {
+        st = be->status(run);
+      } catch (const UsageError&) {
+        throw;
+      } catch (const Error& e) {
+        // Not a run: maybe a sweep (the runs' name without the last "-N").
+        if (e.exit_status() != exit_code::kFailed) throw;
+        auto sb = open_backend_for_sweep(env, target, run);
+        auto runs = sb->sweep_runs(run);
+        if (runs.empty()) throw;
+        print_sweep(env, run, runs, o, false);
+        return exit_code::kOk;
+      }
+      print(env, *st, o, false);
       return exit_code::kOk;
     }
+    if (auto sb = watched_sweep(env, *be)) return watch_sweep(env, *sb, o);
     // --watch: redrawn when something changed; ends with the run.
     backend::RunState final_state = backend::RunState::kUnknown;
     bool first = true;
@@ -50,6 +70,156 @@ struct StatusOptions {
         },
         nullptr);
     return final_state == backend::RunState::kFailed ? exit_code::kFailed : exit_code::kOk;
+  }
+
+  /// The backend that has `run` as a sweep, when `run` is no run of `be` but a sweep.
+  std::unique_ptr<backend::Backend> watched_sweep(Env& env, backend::Backend& be) const {
+    try {
+      be.status(run);
+      return nullptr;
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      if (e.exit_status() != exit_code::kFailed) throw;
+      auto sb = open_backend_for_sweep(env, target, run);
+      if (sb->sweep_runs(run).empty()) throw;
+      return sb;
+    }
+  }
+
+  /// --watch of a sweep: redrawn when a run's state changes, until every run has ended
+  /// (exit 1 when one failed).
+  int watch_sweep(Env& env, backend::Backend& be, const std::string& o) const {
+    std::string last;
+    bool first = true;
+    while (true) {
+      const auto runs = be.sweep_runs(run);
+      std::string fp;
+      bool ended = true, failed = false;
+      for (const auto& r : runs) {
+        fp += r.summary.name + " " + backend::to_string(r.summary.state) +
+              (r.summary.queued ? " q" : "") + "\n";
+        const auto s = r.summary.state;
+        ended = ended && (s == backend::RunState::kSucceeded || s == backend::RunState::kFailed);
+        failed = failed || s == backend::RunState::kFailed;
+      }
+      if (fp != last) {
+        if (!first && o != "json" && o != "yaml") {
+          *env.out << (env.out_is_terminal ? "\033[H\033[2J" : "\n");
+        }
+        first = false;
+        print_sweep(env, run, runs, o, true);
+        env.out->flush();
+        if (!*env.out) return exit_code::kOk;
+        last = std::move(fp);
+      }
+      if (ended || runs.empty()) return failed ? exit_code::kFailed : exit_code::kOk;
+      env.clock->sleep_for(std::chrono::seconds(1));
+    }
+  }
+
+  /// A sweep: a line of counts, then a row per run (its combination, state, duration,
+  /// exit code); or JSON / YAML.
+  static void print_sweep(Env& env, const std::string& sweep,
+                          const std::vector<backend::SweepRun>& runs, const std::string& o,
+                          bool watching) {
+    const auto now = env.clock->now();
+    std::vector<std::string> params;  // the parameter names, in file order
+    for (const auto& r : runs) {
+      for (const auto& [k, v] : r.params) {
+        if (std::find(params.begin(), params.end(), k) == params.end()) params.push_back(k);
+      }
+    }
+    auto state_of = [](const backend::SweepRun& r) -> std::string {
+      return r.summary.queued && r.summary.state == backend::RunState::kPending
+                 ? "Waiting"
+                 : backend::to_string(r.summary.state);
+    };
+    auto duration_of = [&now](const backend::SweepRun& r) -> std::optional<std::int64_t> {
+      if (!r.started) return std::nullopt;
+      const auto end = r.finished ? *r.finished : now;
+      return std::chrono::duration_cast<std::chrono::seconds>(end - *r.started).count();
+    };
+    std::map<std::string, int> counts;
+    std::vector<std::string> order;  // the states, in order of first appearance
+    for (const auto& r : runs) {
+      const auto s = state_of(r);
+      if (!counts.count(s)) order.push_back(s);
+      ++counts[s];
+    }
+    if (o == "json" || o == "yaml") {
+      nlohmann::ordered_json j;
+      j["sweep"] = sweep;
+      if (!runs.front().summary.namespace_.empty())
+        j["namespace"] = runs.front().summary.namespace_;
+      j["counts"] = nlohmann::ordered_json::object();
+      for (const auto& s : order) j["counts"][s] = counts[s];
+      j["runs"] = nlohmann::ordered_json::array();
+      for (const auto& r : runs) {
+        nlohmann::ordered_json x;
+        x["name"] = r.summary.name;
+        x["params"] = nlohmann::ordered_json::object();
+        for (const auto& [k, v] : r.params) x["params"][k] = v;
+        x["state"] = state_of(r);
+        x["started"] = r.started ? nlohmann::ordered_json(format_rfc3339(*r.started)) : nullptr;
+        x["finished"] = r.finished ? nlohmann::ordered_json(format_rfc3339(*r.finished)) : nullptr;
+        auto d = duration_of(r);
+        x["durationSeconds"] = d ? nlohmann::ordered_json(*d) : nullptr;
+        x["exitCode"] = r.exit_code ? nlohmann::ordered_json(*r.exit_code) : nullptr;
+        j["runs"].push_back(std::move(x));
+      }
+      if (o == "json") {
+        *env.out << j.dump(watching ? -1 : 2) << "\n";
+      } else {
+        if (watching) *env.out << "---\n";
+        print_document(env, j, o);
+      }
+      return;
+    }
+    std::string summary;
+    for (const auto& s : order) {
+      summary += (summary.empty() ? "" : ", ") + std::to_string(counts[s]) + " " + s;
+    }
+    *env.out << "Sweep:      " << sweep << "\n";
+    if (!runs.front().summary.namespace_.empty()) {
+      *env.out << "Namespace:  " << runs.front().summary.namespace_ << "\n";
+    }
+    *env.out << "Runs:       " << runs.size() << " (" << summary << ")\n\n";
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> header = {"RUN"};
+    for (const auto& p : params) {
+      std::string up = p;
+      for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      header.push_back(up);
+    }
+    for (const char* h : {"STATE", "DURATION", "EXIT"}) header.push_back(h);
+    rows.push_back(header);
+    for (const auto& r : runs) {
+      std::vector<std::string> row = {r.summary.name};
+      for (const auto& p : params) {
+        std::string v = "-";
+        for (const auto& [k, val] : r.params) {
+          if (k == p) v = val;
+        }
+        row.push_back(v);
+      }
+      row.push_back(state_of(r));
+      auto d = duration_of(r);
+      row.push_back(d ? format_age(std::chrono::seconds(*d)) : "-");
+      row.push_back(r.exit_code ? std::to_string(*r.exit_code) : "-");
+      rows.push_back(std::move(row));
+    }
+    std::vector<size_t> widths(header.size(), 0);
+    for (const auto& row : rows) {
+      for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+    }
+    for (const auto& row : rows) {
+      std::string line;
+      for (size_t i = 0; i < row.size(); ++i) {
+        line += i + 1 == row.size() ? row[i] : fmt::format("{:<{}}  ", row[i], widths[i]);
+      }
+      *env.out << line << "\n";
+    }
   }
 
   /// The status as a table, as JSON (one line per status when `watching`) or as YAML

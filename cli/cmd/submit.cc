@@ -1,7 +1,10 @@
 #include "cmd/submit.h"
 
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <thread>
 
 #include "backend/kube_backend.h"
 #include "backend/run_id.h"
@@ -15,6 +18,12 @@
 namespace ktrain::cmd {
 
 namespace {
+
+/// The sweep a run of a sweep belongs to: its name without the last "-N".
+std::string sweep_of(const std::string& run) {
+  const size_t dash = run.rfind('-');
+  return dash == std::string::npos ? run : run.substr(0, dash);
+}
 
 struct SubmitOptions {
   ProjectFlags project_flags;
@@ -106,8 +115,44 @@ struct SubmitOptions {
       for (const auto& name : r.runs) *env.out << name << "\n";
     }
     env.out->flush();
-    if (!wait && !follow) return exit_code::kOk;
-    return wait_for_runs(env, *be, r.runs, timeout_s, follow);
+    const int parallel = project.train ? project.train->sweep_parallel : 0;
+    const bool waits =
+        parallel > 0 && static_cast<int>(r.runs.size()) > parallel && !opts.dry_run_server;
+    const std::string sweep = r.runs.empty() ? "" : sweep_of(r.runs.front());
+    if (waits && !env.global.quiet) {
+      *env.err << "ktrain: " << r.runs.size() - static_cast<size_t>(parallel) << " runs of "
+               << sweep << " wait for a place (train.sweep.parallel: " << parallel
+               << "); this command starts them as runs end (interrupted, they go on waiting: "
+                  "'ktrain resume --all "
+               << sweep << "' starts them all)\n";
+    }
+    if (!wait && !follow) {
+      if (waits) release_sweep(env, *be, sweep, r.runs, parallel, nullptr);
+      return exit_code::kOk;
+    }
+    if (!waits) return wait_for_runs(env, *be, r.runs, timeout_s, follow);
+    // The waiting runs are started while the others are waited for (or followed).
+    std::atomic<bool> done{false};
+    std::optional<Error> release_error;
+    std::thread releaser([&] {
+      try {
+        release_sweep(env, *be, sweep, r.runs, parallel, [&done] { return done.load(); });
+      } catch (const Error& e) {
+        release_error = e;
+      }
+    });
+    int status = exit_code::kOk;
+    try {
+      status = wait_for_runs(env, *be, r.runs, timeout_s, follow);
+    } catch (...) {
+      done = true;
+      releaser.join();
+      throw;
+    }
+    done = true;
+    releaser.join();
+    if (release_error) throw *release_error;
+    return status;
   }
 
   std::string output_format;

@@ -186,6 +186,7 @@ static std::map<std::string, std::string> labels_of(const json& obj) {
 backend::RunSummary summarize_job(const json& job) {
   backend::RunSummary s;
   s.labels = labels_of(job);
+  s.queued = str(job, {"metadata", "labels", render::kLabelQueued}) == "true";
   s.name = str(job, {"metadata", "labels", kLabelRun});
   if (s.name.empty()) s.name = str(job, {"metadata", "name"});
   s.namespace_ = str(job, {"metadata", "namespace"});
@@ -557,7 +558,13 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
     rs.ranks.push_back(rank);
   }
 
-  if (rs.summary.state == backend::RunState::kStopped) {
+  const bool queued = str(job, {"metadata", "labels", render::kLabelQueued}) == "true";
+  if (queued && rs.summary.state == backend::RunState::kPending) {
+    rs.explanations.push_back(
+        "waits for a place in its sweep (train.sweep.parallel): 'ktrain submit' starts it when "
+        "another run of the sweep ends; 'ktrain resume " +
+        rs.summary.name + "' starts it now");
+  } else if (rs.summary.state == backend::RunState::kStopped) {
     const auto at = str(job, {"metadata", "annotations", kAnnotationStoppedAt});
     rs.explanations.push_back("stopped by 'ktrain stop'" + (at.empty() ? "" : " at " + at) +
                               ": its pods are gone, the Job and its status are kept; 'ktrain "

@@ -166,11 +166,22 @@ Json kind_schema(const KeySpec& k) {
       return {
           {"type", "object"}, {"propertyNames", names}, {"additionalProperties", label_value()}};
     }
-    case K::kSweep:
+    case K::kSweep: {
+      Json values = {
+          {"type", "array"}, {"minItems", 1}, {"uniqueItems", true}, {"items", scalar()}};
       return {{"type", "object"},
               {"propertyNames", {{"type", "string"}, {"pattern", "^[A-Za-z][A-Za-z0-9_]*$"}}},
-              {"additionalProperties",
-               {{"type", "array"}, {"minItems", 1}, {"uniqueItems", true}, {"items", scalar()}}}};
+              {"properties",
+               {{"parallel",
+                 {{"description",
+                   "At most this many runs of the sweep at once; the others wait (a list "
+                   "instead makes `parallel` a parameter)."},
+                  {"anyOf",
+                   {{{"type", "integer"}, {"minimum", 1}},
+                    {{"type", "string"}, {"pattern", "^[1-9][0-9]*$"}},
+                    values}}}}}},
+              {"additionalProperties", values}};
+    }
     case K::kPatches: {
       Json kinds = Json::object();
       for (const auto& kind : k.values) {

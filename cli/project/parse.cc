@@ -748,6 +748,11 @@ class ProjectParser {
     for (std::size_t i = 0; i < v.entries.size(); ++i) {
       const auto& [name, values] = v.entries[i];
       const std::string p = join_path("train.sweep", name);
+      // `parallel: N` (a number, not a list of values): at most N runs at once.
+      if (name == "parallel" && values.kind != Kind::kList) {
+        if (auto n = c_.whole(values, p, 1)) t.sweep_parallel = static_cast<int>(*n);
+        continue;
+      }
       bool ok = !name.empty() && std::isalpha(static_cast<unsigned char>(name[0])) &&
                 std::all_of(name.begin(), name.end(), [](char c) {
                   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
@@ -788,8 +793,14 @@ class ProjectParser {
       if (combinations > 100000) combinations = 100000;
       t.sweep.push_back(std::move(param));
     }
+    if (t.sweep_parallel > 0 && t.sweep.empty()) {
+      c_.add(v.origin, "train.sweep",
+             "`parallel` limits how many runs of the sweep go at once, but there are no "
+             "parameters; add some, like `lr: [\"0.1\", \"0.01\"]`");
+    }
     if (combinations > 1000) {
       c_.add(v.origin, "train.sweep",
+
              "expected at most 1000 combinations, found " + (combinations >= 100000
                                                                  ? std::string("more than 100000")
                                                                  : std::to_string(combinations)));

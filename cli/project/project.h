@@ -81,6 +81,8 @@ struct Train {
   std::int64_t grace_period_s = 30;
   std::string preflight = "quick";  ///< off | quick | full
   std::vector<SweepParam> sweep;    ///< empty = no sweep
+  /// train.sweep.parallel: at most this many runs of the sweep at once; 0 = all.
+  int sweep_parallel = 0;
 };
 
 /// How long ktrain-launch gives its workers after passing SIGTERM on, before SIGKILL,

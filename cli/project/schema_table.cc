@@ -223,8 +223,9 @@ std::vector<SectionSpec> make_sections() {
            {.name = "sweep",
             .kind = K::kSweep,
             .description = "A grid of parameters, one run per combination (at most 1000); each "
-                           "value reaches its run as KTRAIN_PARAM_<NAME> and {name}.",
-            .example = R"({"lr": ["0.1", "0.01"]})"},
+                           "value reaches its run as KTRAIN_PARAM_<NAME> and {name}. "
+                           "`parallel: N` runs at most N at once.",
+            .example = R"({"lr": ["0.1", "0.01"], "parallel": 1})"},
        }},
       {"volume",
        "A volume: exactly one of claim, configMap, secret or emptyDir, and a mount path.",

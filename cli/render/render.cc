@@ -427,8 +427,11 @@ std::vector<std::string> render_each(const project::Project& project, const Rend
 
   TemplateSource templates(options);
   detail::RenderContext ctx{project,
-                            [&templates](const std::string& f) { return templates.load(f); }, image,
-                            &warnings, launcher_plan(project, image)};
+                            [&templates](const std::string& f) { return templates.load(f); },
+                            image,
+                            &warnings,
+                            launcher_plan(project, image),
+                            &options.started};
 
   // Each object is finished (nulls pruned, patches applied) and handed over before the
   // next run is rendered.

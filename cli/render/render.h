@@ -12,6 +12,7 @@
 //           (`<name>`, no run id: a service is long-lived and is updated in place).
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ inline constexpr const char* kLabelManagedBy = "app.kubernetes.io/managed-by";
 inline constexpr const char* kLabelRun = "ktrain.dev/run";
 inline constexpr const char* kLabelSweep = "ktrain.dev/sweep";
 inline constexpr const char* kLabelKueueQueue = "kueue.x-k8s.io/queue-name";
+/// On the Job of a sweep's run that waits for a place (train.sweep.parallel): it is
+/// created suspended, and started when one of the sweep's runs ends.
+inline constexpr const char* kLabelQueued = "ktrain.dev/queued";
+/// On the Job of a sweep's run: its combination, as a JSON object of strings.
+inline constexpr const char* kAnnotationParams = "ktrain.dev/params";
 inline constexpr const char* kAnnotationVolcanoGroup = "scheduling.k8s.io/group-name";
 
 /// The init container that copies ktrain-launch into pods whose image lacks it, and
@@ -57,6 +63,9 @@ struct RenderOptions {
   FileSystem* fs = nullptr;
   /// Overrides image.ref, e.g. with the digest reference that `ktrain build` pushed.
   std::string image;
+  /// Runs of a sweep with train.sweep.parallel that have been started already (a
+  /// submit again with the same run id): rendered as started, never as waiting.
+  std::set<std::string> started;
 };
 
 /// The result of a render: the objects, in apply order, and warnings for stderr.

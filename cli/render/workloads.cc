@@ -314,13 +314,23 @@ ordered_json render_job(const RenderContext& ctx, const std::string& run,
   ordered_json job = ctx.load("job.yaml");
   ordered_json job_labels = labels;
   if (!volcano && !s.queue.empty()) job_labels[kLabelKueueQueue] = s.queue;
+  // Beyond train.sweep.parallel, a run waits: suspended, marked queued.
+  const bool queued = t.sweep_parallel > 0 && point.index >= t.sweep_parallel &&
+                      !(ctx.started && ctx.started->count(run));
+  if (queued) job_labels[kLabelQueued] = "true";
   set_metadata(job, p, run, job_labels);
+  if (point.index >= 0) {
+    ordered_json params = ordered_json::object();
+    for (const auto& [name, value] : point.params) params[name] = value;
+    job["metadata"]["annotations"][kAnnotationParams] = params.dump();
+  }
 
   auto& spec = job["spec"];
   spec["completionMode"] = "Indexed";
   spec["completions"] = t.nodes;
   spec["parallelism"] = t.nodes;
   spec["backoffLimit"] = t.restarts;
+  if (queued) spec["suspend"] = true;
   if (t.deadline_s) spec["activeDeadlineSeconds"] = *t.deadline_s;
   if (t.ttl_s) spec["ttlSecondsAfterFinished"] = *t.ttl_s;
 

@@ -3,6 +3,7 @@
 // public entry point is render_project (render.h).
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,10 @@ using TemplateLoader = std::function<nlohmann::ordered_json(const std::string& f
 struct RenderContext {
   const project::Project& project;
   TemplateLoader load;
-  std::string image;                   ///< the image every container runs
-  std::vector<std::string>* warnings;  ///< where problems that are not fatal go
-  LauncherPlan launcher;               ///< how training pods get ktrain-launch
+  std::string image;                               ///< the image every container runs
+  std::vector<std::string>* warnings;              ///< where problems that are not fatal go
+  LauncherPlan launcher;                           ///< how training pods get ktrain-launch
+  const std::set<std::string>* started = nullptr;  ///< RenderOptions::started
 };
 
 /// The labels of every object (and pod) of run `run`: ktrain's, then the project's.

@@ -85,4 +85,39 @@ done
 k_ok "logs of the last run" logs lr-sweep-e-3
 expect_contains "$out" "final: lr=0.01 batch=128" "the last combination: lr 0.01, batch 128"
 k_ok "delete the example's runs" delete --all lr-sweep-e
+
+echo "== examples/sweep with train.sweep.parallel: 2"
+k_ok "submit, 2 at once" submit -f "$KTRAIN_SOURCE/examples/sweep/ktrain.yaml" --run-id p \
+  --set train.sweep.parallel=2 --wait --timeout 180s
+expect_contains "$err" "2 runs of lr-sweep-p wait for a place (train.sweep.parallel: 2)" "submit says that two runs wait"
+expect_contains "$err" "ktrain: started lr-sweep-p-3 (0 still wait; at most 2 at once)" "submit started the last one"
+kubectl get jobs -l ktrain.dev/sweep=lr-sweep-p -o json | python3 -c '
+import json, sys
+from datetime import datetime
+jobs = json.load(sys.stdin)["items"]
+assert len(jobs) == 4, len(jobs)
+ev = []
+for j in jobs:
+    st = j["status"]
+    t = lambda s: datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").timestamp()
+    # completionTime comes after the SuccessCriteriaMet condition (the pods end first).
+    end = st.get("completionTime") or next(c["lastTransitionTime"] for c in st["conditions"] if c["type"] == "SuccessCriteriaMet")
+    ev += [(t(st["startTime"]), 1), (t(end), -1)]
+now = peak = 0
+for _, d in sorted(ev, key=lambda e: (e[0], e[1])):
+    now += d
+    peak = max(peak, now)
+assert peak <= 2, f"{peak} Jobs ran at once"
+' || fail "kubectl: more than two Jobs of the sweep ran at once"
+echo "ok: kubectl: at most two of the sweep's Jobs ran at once"
+k_ok "status SWEEP" status lr-sweep-p -o json
+expect_eq "$(json '[d["counts"], list(d["runs"][3]["params"].items()), d["runs"][3]["exitCode"]]' <<<"$out")" \
+  '[{"Succeeded": 4}, [["lr", "0.01"], ["batch", "128"]], 0]' "status SWEEP -o json: counts, each run's combination (in file order) and exit code"
+k_ok "status SWEEP table" status lr-sweep-p
+expect_contains "$out" "Runs:       4 (4 Succeeded)" "status SWEEP: the counts"
+uid=$(kubectl get job lr-sweep-p-3 -o jsonpath='{.metadata.uid}')
+k_ok "submit the sweep again" submit -f "$KTRAIN_SOURCE/examples/sweep/ktrain.yaml" --run-id p --set train.sweep.parallel=2
+expect_eq "$(kubectl get job lr-sweep-p-3 -o jsonpath='{.metadata.uid} {.spec.suspend} {.metadata.labels.ktrain\.dev/queued}')" \
+  "$uid false " "submit again: a run that was started is not made to wait again"
+k_ok "delete the parallel sweep" delete --all lr-sweep-p
 echo "PASS"

@@ -261,6 +261,74 @@ expect_status 0 "$ktrain" delete ck-b
 cd "$work/proj"
 echo "ok: checkpoints: KTRAIN_CHECKPOINT_DIR, saved within train.gracePeriod on stop, resumed from"
 
+# sweep.parallel: at most N runs at once, the others wait and are started as runs end;
+# status SWEEP sums the sweep up; list keeps a sweep's runs together.
+mkdir "$work/par" && cd "$work/par"
+cat >par.py <<'PY'
+import os, sys, time
+x = int(sys.argv[1])
+with open(os.environ["SPANS"], "a") as f:
+    f.write(f"{x} start {time.time()}\n")
+time.sleep(1)
+with open(os.environ["SPANS"], "a") as f:
+    f.write(f"{x} end {time.time()}\n")
+sys.exit(3 if x == 2 else 0)
+PY
+cat >ktrain.yaml <<YAML
+name: par
+image: registry.example.com/job:1.0
+train:
+  command: [python3, par.py, "{x}"]
+  env: {SPANS: "$work/par/spans"}
+  sweep:
+    x: [0, 1, 2, 3, 4]
+    parallel: 2
+YAML
+expect_status 1 "$ktrain" submit --run-id a --wait
+grep -q "3 runs of par-a wait for a place (train.sweep.parallel: 2)" "$work/err" || fail "submit: no word of the waiting runs: $(cat "$work/err")"
+grep -q "ktrain: started par-a-4 (0 still wait; at most 2 at once)" "$work/err" || fail "submit: the last run not started: $(cat "$work/err")"
+python3 - "$work/par/spans" <<'PY' || fail "sweep.parallel: $(cat "$work/par/spans")"
+import sys
+ev = []
+for line in open(sys.argv[1]):
+    x, what, t = line.split()
+    ev.append((float(t), 1 if what == "start" else -1, x))
+assert sorted(x for _, d, x in ev if d == 1) == ["0", "1", "2", "3", "4"], ev
+now = peak = 0
+for _, d, _ in sorted(ev):
+    now += d
+    peak = max(peak, now)
+assert peak <= 2, f"{peak} runs at once"
+PY
+expect_status 0 "$ktrain" status par-a
+grep -q "^Runs:       5 (4 Succeeded, 1 Failed)$" "$work/out" || fail "status SWEEP: $(cat "$work/out")"
+grep -Eq "^par-a-2  2  Failed     [0-9]+s +3$" "$work/out" || fail "status SWEEP row: $(cat "$work/out")"
+expect_status 0 "$ktrain" status par-a -o json
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["sweep"] == "par-a" and d["counts"] == {"Succeeded": 4, "Failed": 1}, d
+r = d["runs"][2]
+assert r["name"] == "par-a-2" and r["params"] == {"x": "2"} and r["exitCode"] == 3, r
+assert all(x["durationSeconds"] >= 1 for x in d["runs"]), d
+' "$work/out" || fail "status SWEEP -o json: $(cat "$work/out")"
+expect_status 0 "$ktrain" list -o name
+[ "$(grep '^par-a-' "$work/out" | tr '\n' ' ')" = "par-a-0 par-a-1 par-a-2 par-a-3 par-a-4 " ] || fail "list: the sweep's runs not together in order: $(names)"
+# Interrupted, the rest wait (Waiting in list), and resume --all starts them.
+"$ktrain" submit --run-id b --set train.sweep.parallel=1 >/dev/null 2>&1 &
+submit_pid=$!
+waitfor "par-b-0 to start" sh -c "'$ktrain' list --state running -o name | grep -qx par-b-0"
+kill "$submit_pid"; wait "$submit_pid" 2>/dev/null || true
+expect_status 0 "$ktrain" list --sweep par-b
+grep -Eq '^par-b-4 +train +Waiting ' "$work/out" || fail "list: a waiting run: $(cat "$work/out")"
+expect_status 0 "$ktrain" status par-b-3
+grep -q "waits for a place in its sweep" "$work/out" || fail "status of a waiting run: $(cat "$work/out")"
+expect_status 0 "$ktrain" resume --all par-b
+waitfor "every run of par-b to end" sh -c "[ \"\$('$ktrain' list --sweep par-b --state succeeded,failed -o name | wc -l)\" = 5 ]"
+expect_status 0 "$ktrain" delete --all par-a par-b
+cd "$work/proj"
+echo "ok: sweep.parallel, status SWEEP, list groups a sweep"
+
 # The lines of different nodes in time order: --timestamps sorts the whole log, and
 # following orders them within a window (the local follow reads node by node).
 expect_status 0 "$ktrain" submit --run-id tk --set train.env.MODE=tick --wait

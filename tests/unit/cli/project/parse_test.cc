@@ -435,6 +435,22 @@ TEST_CASE("parse: sweep parameters and placeholders") {
         "ktrain.yaml:5:20: train.sweep.LR: clashes with `lr`: both become KTRAIN_PARAM_LR");
 }
 
+TEST_CASE("parse: sweep.parallel is a number; a list makes `parallel` a parameter") {
+  auto p = parse(with_train("  sweep: {lr: [1, 2, 3], parallel: 2}\n"));
+  CHECK(p.train->sweep_parallel == 2);
+  REQUIRE(p.train->sweep.size() == 1);
+  CHECK(p.train->sweep[0].name == "lr");
+  p = parse(with_train("  sweep: {parallel: [1, 2]}\n"));
+  CHECK(p.train->sweep_parallel == 0);
+  REQUIRE(p.train->sweep.size() == 1);
+  CHECK(p.train->sweep[0].name == "parallel");
+  CHECK(problem(with_train("  sweep: {parallel: 2}\n")) ==
+        "ktrain.yaml:5:10: train.sweep: `parallel` limits how many runs of the sweep go at once, "
+        "but there are no parameters; add some, like `lr: [\"0.1\", \"0.01\"]`");
+  CHECK(problem(with_train("  sweep: {lr: [1], parallel: x}\n")) ==
+        "ktrain.yaml:5:30: train.sweep.parallel: expected a whole number >= 1, found \"x\"");
+}
+
 TEST_CASE("parse: tolerations, short and full") {
   auto p = parse(std::string(kMinimal) +
                  "scheduling:\n  tolerations:\n    - gpu\n    - {key: k, operator: Exists, effect: "
