@@ -84,6 +84,8 @@ struct RunStatus {
 struct SubmitOptions {
   std::string run_id;           ///< "" = a fresh random id
   bool dry_run_server = false;  ///< cluster only: ask the server to validate without persisting
+  /// Hears how many of how many objects (local: runs) have been sent so far.
+  std::function<void(std::size_t done, std::size_t total)> progress;
 };
 
 /// What submit made.

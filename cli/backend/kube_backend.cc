@@ -242,7 +242,8 @@ std::vector<std::string> KubeBackend::apply_prepared(std::vector<PreparedObject>
   return apply_feed(feed, dry_run);
 }
 
-std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_run) {
+std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_run,
+                                                 const std::function<void(std::size_t)>& on_sent) {
   // At most this many requests at once; each batch is answered before the next goes,
   // and a group has at most one step in a batch: a run's Job goes only once its Secret
   // and Service are there. A batch takes the groups in the order they came, so a sweep
@@ -413,6 +414,7 @@ std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_ru
       // (This adds to the group's objects: `obj` is not to be used after it.)
       if (!obj.owner_kind.empty() && !dry_run) add_owner_patches(*group, index, resp);
     }
+    if (on_sent && !first) on_sent(done.size());
     if (first) {
       feed.stop();
       const std::string undone = roll_back();
@@ -531,7 +533,13 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
   SubmitResult result;
   result.runs = names;
   try {
-    result.objects = apply_feed(feed, opts.dry_run_server);
+    // A Secret, a Service and a Job per run, and a PodGroup with Volcano.
+    const std::size_t per_run = 3 + (project.scheduling.gang == "volcano" ? 1 : 0);
+    std::function<void(std::size_t)> on_sent;
+    if (opts.progress) {
+      on_sent = [&](std::size_t n) { opts.progress(n, names.size() * per_run); };
+    }
+    result.objects = apply_feed(feed, opts.dry_run_server, on_sent);
   } catch (const Error& e) {
     join();
     for (const auto& w : warnings) env_.warn(w);

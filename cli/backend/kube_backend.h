@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -99,8 +100,10 @@ class KubeBackend : public Backend {
   /// Applies the groups of objects that `feed` hands over until it ends: each group's
   /// objects step by step, many groups at once (see submit). Returns the refs ordered
   /// by step, then as fed. On a refused object, or when the feed fails, it stops the
-  /// feed, removes what it created and throws.
-  std::vector<std::string> apply_feed(PreparedFeed& feed, bool dry_run);
+  /// feed, removes what it created and throws. `on_sent` hears, after each batch, how
+  /// many objects have been applied so far.
+  std::vector<std::string> apply_feed(PreparedFeed& feed, bool dry_run,
+                                      const std::function<void(std::size_t)>& on_sent = nullptr);
 
   /// The namespace requests go to: -n, else the project's, else the context's.
   std::string namespace_for(const project::Project& project) const;

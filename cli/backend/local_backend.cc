@@ -188,7 +188,9 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
     if (ec) throw Error("cannot create '" + checkpoints + "': " + ec.message());
   }
   SubmitResult result;
-  for (const auto& point : project::sweep_points(train)) {
+  const auto points = project::sweep_points(train);
+  const std::size_t total = points.size();
+  for (const auto& point : points) {
     LocalRun run;
     run.name = project::sweep_run_name(base, point);
     if (point.index >= 0) run.sweep = base;
@@ -225,6 +227,7 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
     if (!run.queued) spawn_keeper(programs_.ktrain, dir);
     result.runs.push_back(run.name);
     result.objects.push_back("localrun/" + run.name);
+    if (opts.progress) opts.progress(result.runs.size(), total);
   }
   return result;
 }

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/image_ref.h"
+#include "base/progress.h"
 #include "net/curl_transport.h"
 #include "net/log.h"
 #include "net/retry.h"
@@ -28,60 +29,6 @@ namespace {
 
 constexpr char kLauncherDir[] = "opt/ktrain/bin";
 constexpr char kLauncherPath[] = "/opt/ktrain/bin/ktrain-launch";
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
-}
-
-/// Progress on stderr: a live line per layer on a terminal, one line per step otherwise.
-class Progress {
- public:
-  explicit Progress(Env& env) : env_(env) {}
-  void step(const std::string& line) {
-    if (env_.global.quiet) return;
-    end_live();
-    *env_.err << "ktrain build: " << line << "\n";
-    env_.err->flush();
-  }
-  /// Live bytes of `what` (terminal only; at most ten updates a second).
-  void bytes(const std::string& what, std::uint64_t n) {
-    if (env_.global.quiet || !env_.err_is_terminal) return;
-    auto now = env_.clock->steady_now();
-    if (what != live_what_) {
-      end_live();
-      live_what_ = what;
-      live_start_ = now;
-    } else if (now - last_ < std::chrono::milliseconds(100)) {
-      return;
-    }
-    last_ = now;
-    double secs = std::chrono::duration<double>(now - live_start_).count();
-    double rate = secs > 0 ? static_cast<double>(n) / secs : 0;
-    *env_.err << "\r\033[K  " << what << "  " << human_bytes(static_cast<double>(n)) << "  "
-              << human_bytes(rate) << "/s";
-    env_.err->flush();
-    live_ = true;
-  }
-  void end_live() {
-    if (live_) *env_.err << "\r\033[K";
-    live_ = false;
-    live_what_.clear();
-  }
-
- private:
-  Env& env_;
-  bool live_ = false;
-  std::string live_what_;
-  std::chrono::steady_clock::time_point live_start_{}, last_{};
-};
 
 std::string find_launcher(const Env& env) {
   std::string path;
@@ -294,10 +241,15 @@ std::uint64_t push_image(oci::RegistryClient& client, const oci::Image& img, con
       continue;
     }
     const std::string what = "uploading " + short_digest;
+    const auto began = std::chrono::steady_clock::now();
     upload_file(client, repo, l.desc.digest, l.desc.size, l.local_path,
                 [&](std::uint64_t n) { progress.bytes(what, n); });
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    const std::string rate = Progress::rate(static_cast<double>(l.desc.size), secs);
     progress.step("uploaded layer " + short_digest + " (" +
-                  human_bytes(static_cast<double>(l.desc.size)) + ")");
+                  human_bytes(static_cast<double>(l.desc.size)) +
+                  (rate.empty() ? "" : ", " + rate) + ")");
   }
   const oci::Descriptor cfg = img.config_descriptor();
   if (!client.blob_exists(repo, cfg.digest)) {
@@ -415,7 +367,7 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
   }
   const ImageRef base_ref = parse_image_ref(b.base);
   const ImageRef target = parse_image_ref(b.repository);
-  Progress progress(env);
+  Progress progress(env, "ktrain build");
 
   const std::int64_t epoch = source_date_epoch(env);
   TempDir tmp;
@@ -473,6 +425,7 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
     lo.tee = [&](std::string_view d) { ws_stream->write(d); };
   }
   oci::LayerBlob ws_layer;
+  const auto ws_began = std::chrono::steady_clock::now();
   try {
     ws_layer = oci::make_layer(ws, lo, "image.build.context '" + context + "'");
   } catch (const Error& e) {
@@ -482,9 +435,14 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
     }
     throw;
   }
+  const double ws_secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - ws_began).count();
+  const std::string ws_rate =
+      ws_layer.from_cache ? "" : Progress::rate(static_cast<double>(ws_layer.tar_size), ws_secs);
   progress.step("layer workspace: " + human_bytes(static_cast<double>(ws_layer.tar_size)) + " -> " +
                 human_bytes(static_cast<double>(ws_layer.size)) + " " + opts.compression + " " +
-                ws_layer.digest.substr(0, 19) + (ws_layer.from_cache ? " (cached)" : ""));
+                ws_layer.digest.substr(0, 19) + (ws_layer.from_cache ? " (cached)" : "") +
+                (ws_rate.empty() ? "" : " (" + ws_rate + ")"));
   lo.tee = nullptr;
   bool ws_streamed = false;  // the registry has the workspace layer already
   if (ws_stream && ws_stream->size() > 0) {
@@ -544,7 +502,7 @@ BuildResult build_launcher_image(Env& env, const BuildOptions& opts) {
     throw UsageError("--launcher-image " + opts.launcher_image +
                      ": name a repository and tag to push to, not a digest");
   }
-  Progress progress(env);
+  Progress progress(env, "ktrain build");
   const std::int64_t epoch = source_date_epoch(env);
   TempDir tmp;
   const oci::LayerOptions lo = layer_options(env, opts, epoch, tmp);

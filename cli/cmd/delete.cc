@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "base/error.h"
+#include "base/progress.h"
 #include "cmd/run_common.h"
 
 namespace ktrain::cmd {
@@ -69,7 +70,14 @@ struct DeleteOptions {
       return a.size() != b.size() ? a.size() < b.size() : a < b;
     });
     int status = exit_code::kOk;
-    for (const auto& name : found) status = std::max(status, remove(env, *be, name));
+    // The "deleted" lines show how far it is; when they go to a file or a pipe and
+    // stderr is a terminal, a live count there too.
+    Progress progress(env, "ktrain delete");
+    const bool live = env.err_is_terminal && !env.out_is_terminal && found.size() >= 20;
+    for (size_t i = 0; i < found.size(); ++i) {
+      status = std::max(status, remove(env, *be, found[i]));
+      if (live) progress.count("runs of " + sweep + " deleted", i + 1, found.size());
+    }
     return status;
   }
 };

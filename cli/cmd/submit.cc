@@ -9,6 +9,7 @@
 #include "backend/kube_backend.h"
 #include "backend/run_id.h"
 #include "base/error.h"
+#include "base/progress.h"
 #include "cmd/build.h"
 #include "cmd/project_flags.h"
 #include "cmd/run_common.h"
@@ -18,6 +19,9 @@
 namespace ktrain::cmd {
 
 namespace {
+
+/// Progress is shown from this many objects on (a sweep of 100 runs).
+constexpr std::size_t kProgressFrom = 300;
 
 /// The sweep a run of a sweep belongs to: its name without the last "-N".
 std::string sweep_of(const std::string& run) {
@@ -105,7 +109,13 @@ struct SubmitOptions {
     backend::SubmitOptions opts;
     opts.run_id = run_id;
     opts.dry_run_server = dry_run == "server";
+    // A large sweep takes a while: how many objects are in.
+    Progress progress(env, "ktrain submit");
+    opts.progress = [&progress](std::size_t done, std::size_t total) {
+      if (total >= kProgressFrom) progress.count("objects sent", done, total);
+    };
     const backend::SubmitResult r = be->submit(project, opts);
+    progress.end_live();
     if (output_format == "json" || output_format == "yaml") {
       nlohmann::ordered_json j;
       j["runs"] = r.runs;

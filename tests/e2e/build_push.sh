@@ -129,6 +129,10 @@ before=$(count)
 ref4=$("$B/ktrain" build --no-stream -f "$proj/ktrain.yaml" 2> "$work/err4")
 ! grep -q "while it was built" "$work/err4" || fail "--no-stream streamed"
 grep -q "^ktrain build: uploaded layer sha256:" "$work/err4" || fail "--no-stream: no upload shown"
+grep -Eq "^ktrain build: uploaded layer sha256:[0-9a-f]{12} \([0-9.]+ [KMG]?i?B, [0-9.]+ [KMG]?i?B/s\)$" "$work/err4" ||
+  fail "--no-stream: the upload's size and rate: $(grep uploaded "$work/err4")"
+grep -Eq "^ktrain build: layer workspace: .* \([0-9.]+ [KMG]?i?B/s\)$" "$work/err4" ||
+  fail "the workspace layer's rate: $(grep 'layer workspace' "$work/err4")"
 skopeo inspect --no-tags --tls-verify=false --raw "docker://${ref4/$PROXY/$REGISTRY}" > "$work/manifest4.json"
 expect=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["layers"][-1]["size"] + m["config"]["size"])' "$work/manifest4.json")
 [ "$(( $(count) - before ))" = "$expect" ] || fail "--no-stream uploaded $(( $(count) - before )) bytes, expected $expect"

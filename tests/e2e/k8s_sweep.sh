@@ -45,6 +45,8 @@ start=$(date +%s.%N)
 k_ok "submit the sweep" submit -f grid.yaml --run-id s
 echo "submit of 200 runs (600 objects and 400 owner patches): $(python3 -c "import sys; print('%.1f s' % (float(sys.argv[2]) - float(sys.argv[1])))" "$start" "$(date +%s.%N)")"
 expect_eq "$(wc -l <<<"$out")" "200" "submit prints the 200 run names"
+expect_eq "$(grep -c '^ktrain submit: [0-9]* of 600 objects sent' <<<"$err")" "4" "submit, piped: a progress line at each quarter"
+expect_contains "$err" "ktrain submit: 600 of 600 objects sent" "submit: the last progress line says all were sent"
 expect_eq "$(count jobs) $(count services) $(count secrets)" "200 200 200" "a Job, a Service and a Secret per run"
 expect_eq "$(kubectl get jobs -l ktrain.dev/sweep=grid-s -o jsonpath='{range .items[*]}{.spec.suspend}{"\n"}{end}' | sort -u)" "true" "every Job suspended by the patch"
 # Every Service and Secret is owned by the Job of its run (same name, same uid).
