@@ -1063,6 +1063,16 @@ bool KubeBackend::resume(const std::string& run) {
                  {{"labels", {{kube::kLabelStopped, nullptr}, {render::kLabelQueued, nullptr}}},
                   {"annotations", {{kube::kAnnotationStoppedAt, nullptr}}}}},
                 {"spec", {{"suspend", false}}}};
+  // A waiting run of a Kueue queue: it gets its queue label and stays suspended; Kueue
+  // lets it in (unsuspends it) when the queue has room.
+  const auto& annotations = job["metadata"]["annotations"];
+  const std::string queue =
+      annotations.is_object() ? annotations.value(render::kAnnotationQueue, "") : "";
+  if (!queue.empty()) {
+    patch["metadata"]["labels"][render::kLabelKueueQueue] = queue;
+    patch["metadata"]["annotations"][render::kAnnotationQueue] = nullptr;
+    patch.erase("spec");
+  }
   with_context("resuming run \"" + run + "\"", [&] {
     client_.merge_patch(kube::object_path(kube::resource_type("batch/v1", "Job"), ns, run), patch);
   });

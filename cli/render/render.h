@@ -37,6 +37,9 @@ inline constexpr const char* kLabelKueueQueue = "kueue.x-k8s.io/queue-name";
 /// On the Job of a sweep's run that waits for a place (train.sweep.parallel): it is
 /// created suspended, and started when one of the sweep's runs ends.
 inline constexpr const char* kLabelQueued = "ktrain.dev/queued";
+/// On a waiting Job (kLabelQueued) of a project with a Kueue LocalQueue: the queue, whose
+/// label the Job gets only when it is released, so that Kueue does not admit it before.
+inline constexpr const char* kAnnotationQueue = "ktrain.dev/queue-name";
 /// On the Job of a sweep's run: its combination, as a JSON object of strings.
 inline constexpr const char* kAnnotationParams = "ktrain.dev/params";
 inline constexpr const char* kAnnotationVolcanoGroup = "scheduling.k8s.io/group-name";

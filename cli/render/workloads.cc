@@ -313,12 +313,16 @@ ordered_json render_job(const RenderContext& ctx, const std::string& run,
 
   ordered_json job = ctx.load("job.yaml");
   ordered_json job_labels = labels;
-  if (!volcano && !s.queue.empty()) job_labels[kLabelKueueQueue] = s.queue;
   // Beyond train.sweep.parallel, a run waits: suspended, marked queued.
   const bool queued = t.sweep_parallel > 0 && point.index >= t.sweep_parallel &&
                       !(ctx.started && ctx.started->count(run));
+  // Kueue would admit (and unsuspend) a waiting Job that names its queue: the queue
+  // label comes when the run is released (ktrain resume), from an annotation until then.
+  const bool kueue = !volcano && !s.queue.empty();
+  if (kueue && !queued) job_labels[kLabelKueueQueue] = s.queue;
   if (queued) job_labels[kLabelQueued] = "true";
   set_metadata(job, p, run, job_labels);
+  if (kueue && queued) job["metadata"]["annotations"][kAnnotationQueue] = s.queue;
   if (point.index >= 0) {
     ordered_json params = ordered_json::object();
     for (const auto& [name, value] : point.params) params[name] = value;

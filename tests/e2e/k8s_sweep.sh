@@ -122,4 +122,26 @@ k_ok "submit the sweep again" submit -f "$KTRAIN_SOURCE/examples/sweep/ktrain.ya
 expect_eq "$(kubectl get job lr-sweep-p-3 -o jsonpath='{.metadata.uid} {.spec.suspend} {.metadata.labels.ktrain\.dev/queued}')" \
   "$uid false " "submit again: a run that was started is not made to wait again"
 k_ok "delete the parallel sweep" delete --all lr-sweep-p
+
+echo "== sweep.parallel with a Kueue queue: the queue label comes when a run is released"
+cat >"$work/kq.yaml" <<YAML
+name: kq
+image: registry.example.com/ml/kq:1
+train:
+  command: [sh, -c, "echo x={x}"]
+  framework: none
+  preflight: "off"
+  sweep: {x: ["1", "2"], parallel: 1}
+scheduling: {queue: team-q}
+YAML
+k_ok "render, waiting run" render -f kq.yaml --run-id r -o json
+expect_eq "$(json '[[o["metadata"].get("labels", {}).get("kueue.x-k8s.io/queue-name"), o["metadata"].get("annotations", {}).get("ktrain.dev/queue-name"), o["spec"].get("suspend")] for o in d["items"] if o["kind"] == "Job" and o["metadata"]["name"] == "kq-r-1"][0]' <<<"$out")" \
+  '[null, "team-q", true]' "a waiting run of a Kueue queue: no queue label yet (Kueue would admit it), the queue kept aside"
+k_ok "submit with a queue" submit -f kq.yaml --run-id q
+expect_contains "$err" "ktrain: started kq-q-1" "submit released the second run when the first ended"
+expect_eq "$(kubectl get job kq-q-1 -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/queue-name} {.spec.suspend} {.metadata.labels.ktrain\.dev/queued}{.metadata.annotations.ktrain\.dev/queue-name}')" \
+  "team-q true " "released into the queue: labelled, still suspended for Kueue to admit"
+k_ok "status of the released run" status kq-q-1
+expect_contains "$out" "waits for Kueue to admit it from the LocalQueue 'team-q'" "status: queued for Kueue"
+k_ok "delete the queue sweep" delete --all kq-q
 echo "PASS"
