@@ -553,6 +553,23 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
 
 namespace {
 
+/// Runs `f` (a watch's thread); an error it throws is kept in `error` unless one is
+/// there already, and `cv` is woken to say so.
+void keep_first_error(std::mutex& mu, std::condition_variable& cv, std::optional<Error>& error,
+                      const std::string& what, const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!error) error = e;
+    cv.notify_all();
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!error) error = Error(what + ": " + e.what());
+    cv.notify_all();
+  }
+}
+
 /// The labelSelector of a list: ktrain's objects, of the sweep, matching -l.
 std::string list_selector(const ListFilter& f) {
   std::string sel = std::string(kube::kLabelManagedBy) + "=ktrain";
@@ -603,17 +620,7 @@ void KubeBackend::watch_list(const ListFilter& filter,
   std::optional<Error> error;
   auto stopped = [&stop] { return stop.load(); };
   auto guard = [&](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      std::lock_guard<std::mutex> lk(mu);
-      if (!error) error = e;
-      cv.notify_all();
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lk(mu);
-      if (!error) error = Error(std::string("watching the runs: ") + e.what());
-      cv.notify_all();
-    }
+    keep_first_error(mu, cv, error, "watching the runs", f);
   };
   kube::WatchOptions wo;
   wo.label_selector = list_selector(filter);
@@ -1096,17 +1103,7 @@ void KubeBackend::watch_status(const std::string& run, const StatusCallback& on_
     cv.notify_all();
   };
   auto guard = [&](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      std::lock_guard<std::mutex> lk(mu);
-      if (!error) error = e;
-      cv.notify_all();
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lk(mu);
-      if (!error) error = Error(std::string("watching the run: ") + e.what());
-      cv.notify_all();
-    }
+    keep_first_error(mu, cv, error, "watching the run", f);
   };
 
   kube::WatchOptions pod_watch;

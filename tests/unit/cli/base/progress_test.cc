@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "../kube/kube_fakes.h"
 #include "base/progress.h"
 
 using ktrain::Env;
@@ -9,22 +10,9 @@ using ktrain::Progress;
 
 namespace {
 
-/// A clock that moves only when slept on.
-class StepClock : public ktrain::Clock {
- public:
-  std::chrono::system_clock::time_point wall{};
-  std::chrono::steady_clock::time_point mono{};
-  std::chrono::system_clock::time_point now() override { return wall; }
-  std::chrono::steady_clock::time_point steady_now() override { return mono; }
-  void sleep_for(std::chrono::milliseconds d) override {
-    wall += d;
-    mono += d;
-  }
-};
-
 struct Fixture {
   std::ostringstream err;
-  StepClock clock;
+  ktrain::kube_test::FakeClock clock;
   Env env;
   Fixture() {
     env.err = &err;
