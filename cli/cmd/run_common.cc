@@ -233,9 +233,12 @@ void release_sweep(Env& env, backend::Backend& be, const std::string& sweep,
 }
 
 int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::string>& runs,
-                  std::optional<std::chrono::seconds> timeout, bool follow) {
+                  std::optional<std::chrono::seconds> timeout, bool follow,
+                  const std::function<bool()>& abort) {
   const auto start = env.clock->steady_now();
-  auto timed_out = [&] { return timeout && env.clock->steady_now() - start >= *timeout; };
+  auto timed_out = [&] {
+    return (abort && abort()) || (timeout && env.clock->steady_now() - start >= *timeout);
+  };
   int status = exit_code::kOk;
   for (const auto& run : runs) {
     if (follow) {
@@ -251,6 +254,7 @@ int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::st
     }
     backend::RunStatus st = backend.status(run);
     while (!terminal(st.summary.state)) {
+      if (abort && abort()) return exit_code::kFailed;
       if (timed_out()) {
         *env.err << "ktrain: error: timed out after " << format_duration(timeout->count())
                  << " waiting for run " << run << " (" << to_string(st.summary.state) << ")\n";

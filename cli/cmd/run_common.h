@@ -55,8 +55,10 @@ void release_sweep(Env& env, backend::Backend& be, const std::string& sweep,
 /// then returns 0 when all succeeded and 1 when one failed, after printing which
 /// rank failed first, why, and the last lines of its log. Returns 124 when
 /// `timeout` passes first.
+/// `abort`, polled while waiting, ends the wait early (exit 1) when it says so.
 int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::string>& runs,
-                  std::optional<std::chrono::seconds> timeout, bool follow);
+                  std::optional<std::chrono::seconds> timeout, bool follow,
+                  const std::function<bool()>& abort = nullptr);
 
 /// Parses a --timeout value ("90s", "10m", "2h"); throws UsageError.
 std::chrono::seconds parse_timeout_flag(const std::string& flag, const std::string& value);

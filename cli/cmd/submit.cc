@@ -142,18 +142,22 @@ struct SubmitOptions {
     }
     if (!waits) return wait_for_runs(env, *be, r.runs, timeout_s, follow);
     // The waiting runs are started while the others are waited for (or followed).
-    std::atomic<bool> done{false};
+    // If they cannot be started, waiting for them is in vain: the wait ends, and the
+    // error is said.
+    std::atomic<bool> done{false}, failed{false};
     std::optional<Error> release_error;
     std::thread releaser([&] {
       try {
         release_sweep(env, *be, sweep, r.runs, parallel, [&done] { return done.load(); });
       } catch (const Error& e) {
-        release_error = e;
+        release_error = e.wrapped("starting the waiting runs of " + sweep);
+        failed = true;
       }
     });
     int status = exit_code::kOk;
     try {
-      status = wait_for_runs(env, *be, r.runs, timeout_s, follow);
+      status =
+          wait_for_runs(env, *be, r.runs, timeout_s, follow, [&failed] { return failed.load(); });
     } catch (...) {
       done = true;
       releaser.join();
