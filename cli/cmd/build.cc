@@ -15,6 +15,7 @@
 #include "net/curl_transport.h"
 #include "net/log.h"
 #include "net/retry.h"
+#include "oci/blob_file.h"
 #include "oci/digest.h"
 #include "oci/image.h"
 #include "oci/layer.h"
@@ -48,11 +49,13 @@ std::string find_launcher(const Env& env) {
   return path;
 }
 
+/// The layer cache: $KTRAIN_CACHE_DIR, else under $XDG_CACHE_HOME or $HOME; "" (no
+/// cache) when none is set, rather than a shared folder whose name others can guess.
 std::string cache_dir(const Env& env) {
   if (auto d = env.var("KTRAIN_CACHE_DIR"); d && !d->empty()) return *d;
   if (auto d = env.var("XDG_CACHE_HOME"); d && !d->empty()) return *d + "/ktrain";
   if (auto d = env.var("HOME"); d && !d->empty()) return *d + "/.cache/ktrain";
-  return "/tmp/ktrain-cache-" + std::to_string(::getuid());
+  return "";
 }
 
 /// Runs git in `dir` and returns its trimmed output, or "" when git or the repository
@@ -108,8 +111,8 @@ oci::LayerBlob make_launcher_layer(const std::vector<std::string>& files, const 
                                    const std::string& stage_root, oci::LayerOptions lo,
                                    Progress& progress) {
   const std::string stage = stage_root + (prefix.empty() ? "/launcher-image" : "/launcher");
+  oci::make_private_dir(stage);
   std::error_code ec;
-  fs::create_directories(stage, ec);
   // Only the files named: an old helper left in the stage would go into the layer.
   for (const auto& entry : fs::directory_iterator(stage, ec)) {
     const std::string name = entry.path().filename().string();
@@ -198,6 +201,20 @@ void upload_file(oci::RegistryClient& client, const oci::Repo& repo, const std::
   std::fclose(f);
 }
 
+/// Checks that a layer reused from the cache still has its digest and size before it is
+/// sent: a blob changed on disk is dropped from the cache (the next build makes it
+/// again) and the push stops.
+void verify_cached_layer(const oci::Layer& l) {
+  std::uint64_t size = 0;
+  const std::string got = oci::sha256_file(l.local_path, &size);
+  if (got == l.desc.digest && size == l.desc.size) return;
+  std::error_code ec;
+  fs::remove(l.local_path, ec);
+  throw Error("the cached layer '" + l.local_path + "' does not match its digest " + l.desc.digest +
+              " (it is " + got + ", " + std::to_string(size) +
+              " bytes): it changed on disk and was dropped from the cache; build again");
+}
+
 /// Pushes `img` to `repo`: the blobs the registry lacks (base layers mounted from
 /// `base_repo` on the same registry, else copied through `tmp_dir`), the config, then
 /// the manifest by digest and under each of `tags`. `skip` is a layer digest already
@@ -219,27 +236,18 @@ std::uint64_t push_image(oci::RegistryClient& client, const oci::Image& img, con
         progress.step("mounted base layer " + short_digest + " from " + base_repo.repository);
         continue;
       }
-      // Another registry: copy the base layer through a temporary file.
-      const std::string copy = tmp_dir + "/" + oci::digest_hex(l.desc.digest);
-      {
-        std::FILE* f = std::fopen(copy.c_str(), "wb");
-        if (!f) throw Error("cannot write '" + copy + "'");
-        try {
-          client.download_blob(base_repo, l.desc.digest, [&](std::string_view d) {
-            if (std::fwrite(d.data(), 1, d.size(), f) != d.size())
-              throw Error("cannot write '" + copy + "'");
-          });
-        } catch (...) {
-          std::fclose(f);
-          throw;
-        }
-        std::fclose(f);
-      }
+      // Another registry: copy the base layer through a temporary file, verified.
+      const std::string copy =
+          tmp_dir + "/" + oci::digest_hex(l.desc.digest, "copying a base layer");
+      oci::download_blob_file(client, base_repo, l.desc.digest, l.desc.size, copy, 0600);
       upload_file(client, repo, l.desc.digest, l.desc.size, copy, nullptr);
+      std::error_code ec;
+      fs::remove(copy, ec);
       progress.step("copied base layer " + short_digest + " (" +
                     human_bytes(static_cast<double>(l.desc.size)) + ")");
       continue;
     }
+    if (l.cached) verify_cached_layer(l);
     const std::string what = "uploading " + short_digest;
     const auto began = std::chrono::steady_clock::now();
     upload_file(client, repo, l.desc.digest, l.desc.size, l.local_path,
@@ -297,6 +305,9 @@ oci::LayerOptions layer_options(const Env& env, const BuildOptions& opts, std::i
   lo.mtime = epoch;
   lo.temp_dir = tmp.path;
   if (!opts.no_cache) lo.cache_dir = cache_dir(env);
+  if (!opts.no_cache && lo.cache_dir.empty() && env.global.verbose > 0) {
+    env.warn("no layer cache: neither KTRAIN_CACHE_DIR, XDG_CACHE_HOME nor HOME is set");
+  }
   return lo;
 }
 
@@ -376,8 +387,9 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
     env.warn("skipping '" + p + "': not a file, folder or link");
   };
 
-  oci::LayerBlob launcher_layer = make_launcher_layer(
-      launcher_files(env), kLauncherDir, opts.no_cache ? tmp.path : lo.cache_dir, lo, progress);
+  oci::LayerBlob launcher_layer =
+      make_launcher_layer(launcher_files(env), kLauncherDir,
+                          lo.cache_dir.empty() ? tmp.path : lo.cache_dir, lo, progress);
 
   RegistryStack registry(env, opts);
   oci::RegistryClient& client = registry.client;
@@ -385,14 +397,13 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
   // The base image: manifest and config only.
   const oci::Repo base_repo{base_ref.registry, base_ref.repository};
   oci::ManifestBytes base_manifest = client.get_manifest(base_ref, opts.platform);
-  std::string base_config_digest;
-  try {
-    base_config_digest = nlohmann::json::parse(base_manifest.bytes).at("config").at("digest");
-  } catch (const nlohmann::json::exception& e) {
-    throw Error("pulling " + base_ref.str() + ": the manifest has no config: " + e.what());
-  }
-  const std::string base_config = client.get_blob(base_repo, base_config_digest);
-  oci::Image base = oci::image_from_manifest(base_manifest.bytes, base_config);
+  // Every digest in the manifest is checked before it is used (in a URL, a file name).
+  const oci::Image base = with_context("pulling " + base_ref.str(), [&] {
+    const oci::Descriptor cfg = oci::manifest_config(base_manifest.bytes);
+    const std::string config =
+        client.get_blob(base_repo, cfg.digest, static_cast<std::int64_t>(cfg.size));
+    return oci::image_from_manifest(base_manifest.bytes, config);
+  });
   progress.step("base " + base_ref.str() + ": " + std::to_string(base.layers.size()) + " layers, " +
                 base_manifest.digest.substr(0, 19));
 
@@ -419,7 +430,9 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
   // likely has that layer, and it is looked for there first, as a cached one is.
   const oci::Repo repo{target.registry, target.repository};
   std::optional<oci::BlobUploadStream> ws_stream;
-  const bool unchanged = opts.no_cache && oci::indexed_digest(ws, lo, cache_dir(env)).has_value();
+  const std::string cache = cache_dir(env);
+  const bool unchanged =
+      opts.no_cache && !cache.empty() && oci::indexed_digest(ws, lo, cache).has_value();
   if (opts.oci_layout.empty() && !opts.no_stream && !unchanged) {
     ws_stream.emplace(client, repo);
     lo.tee = [&](std::string_view d) { ws_stream->write(d); };
@@ -508,8 +521,8 @@ BuildResult build_launcher_image(Env& env, const BuildOptions& opts) {
   const oci::LayerOptions lo = layer_options(env, opts, epoch, tmp);
   // FROM scratch: the launcher (and its GPU helper) at the root, nothing else. Static,
   // so it runs there; its --install copies it into the pod's emptyDir.
-  oci::LayerBlob layer = make_launcher_layer(launcher_files(env), "",
-                                             opts.no_cache ? tmp.path : lo.cache_dir, lo, progress);
+  oci::LayerBlob layer = make_launcher_layer(
+      launcher_files(env), "", lo.cache_dir.empty() ? tmp.path : lo.cache_dir, lo, progress);
   oci::Image scratch;
   const auto parts = split_platform(opts.platform);
   scratch.config = {{"architecture", parts[1]}, {"os", parts[0]}};

@@ -65,10 +65,27 @@ std::string Image::digest() const {
   return sha256_digest(manifest_bytes());
 }
 
+Descriptor manifest_config(const std::string& manifest) {
+  Descriptor d;
+  try {
+    const auto m = nlohmann::ordered_json::parse(manifest);
+    const auto& c = m.at("config");
+    d.media_type = c.value("mediaType", "");
+    d.digest = c.at("digest").get<std::string>();
+    d.size = c.at("size").get<std::uint64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("the base image's manifest has no valid config: ") + e.what());
+  }
+  checked_digest(d.digest, "the base image's manifest: the config");
+  return d;
+}
+
 Image image_from_manifest(const std::string& manifest, const std::string& config) {
   Image img;
+  std::string config_digest;
   try {
     auto m = nlohmann::ordered_json::parse(manifest);
+    config_digest = m.at("config").at("digest").get<std::string>();
     img.config = nlohmann::ordered_json::parse(config);
     for (const auto& l : m.at("layers")) {
       Layer layer;
@@ -78,10 +95,17 @@ Image image_from_manifest(const std::string& manifest, const std::string& config
       for (const auto& [k, v] : l.items()) {
         if (k != "mediaType" && k != "digest" && k != "size") layer.desc.extra[k] = v;
       }
+      checked_digest(layer.desc.digest,
+                     "the base image's manifest: layer " + std::to_string(img.layers.size() + 1));
       img.layers.push_back(std::move(layer));
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("the base image's manifest or config is not valid: ") + e.what());
+  }
+  checked_digest(config_digest, "the base image's manifest: the config");
+  if (sha256_digest(config) != config_digest) {
+    throw Error("the base image's config does not match its digest " + config_digest + " (it is " +
+                sha256_digest(config) + ")");
   }
   if (!img.config.is_object()) throw Error("the base image's config is not a JSON object");
   return img;
@@ -101,6 +125,7 @@ Image append(const Image& base, const std::vector<NewLayer>& layers, const Confi
     Layer l;
     l.desc = Descriptor{nl.blob.media_type, nl.blob.digest, nl.blob.size, {}};
     l.local_path = nl.blob.path;
+    l.cached = nl.blob.from_cache;
     img.layers.push_back(l);
     cfg["rootfs"]["diff_ids"].push_back(nl.blob.diff_id);
     cfg["history"].push_back(

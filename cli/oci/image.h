@@ -35,6 +35,7 @@ struct Descriptor {
 struct Layer {
   Descriptor desc;
   std::string local_path;
+  bool cached = false;  ///< local_path is in the layer cache: re-hashed before it is sent
 };
 
 /// An immutable image.
@@ -70,8 +71,15 @@ struct NewLayer {
   std::string created_by;  ///< history created_by
 };
 
+/// The config descriptor of a base image's manifest (OCI or Docker schema 2), its
+/// digest checked with checked_digest. Throws Error when the manifest is not JSON, has
+/// no config, or its digest is not a sha256 digest.
+Descriptor manifest_config(const std::string& manifest);
+
 /// Parses an image from its manifest (OCI or Docker schema 2) and config bytes; base
-/// layer media types are mapped to their OCI names. Throws Error on a malformed manifest.
+/// layer media types are mapped to their OCI names. Throws Error on a malformed
+/// manifest, a layer or config digest that is not a sha256 digest (checked_digest),
+/// or config bytes that do not match the manifest's config digest.
 Image image_from_manifest(const std::string& manifest, const std::string& config);
 
 /// The base plus `layers`, with `changes` applied to the config. Does no I/O.

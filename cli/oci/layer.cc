@@ -101,11 +101,12 @@ std::string clean_prefix(const std::string& p) {
   return out;
 }
 
-/// Writes a file's bytes while hashing them.
+/// Writes a file's bytes while hashing them. The file is the user's alone (0600), like
+/// everything in the cache.
 class HashingFile {
  public:
   explicit HashingFile(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd_ < 0) throw Error("cannot create '" + path + "': " + std::strerror(errno));
   }
   ~HashingFile() {
@@ -147,7 +148,42 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
+/// Writes `text` to `path` through a new file of mode 0600 renamed over it.
+void write_private_text(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  ::unlink(tmp.c_str());
+  {
+    HashingFile f(tmp);
+    f.write(text);
+    f.close_and_digest();
+  }
+  fs::rename(tmp, path);
+}
+
 }  // namespace
+
+void make_private_dir(const std::string& dir) {
+  std::string cur;
+  for (std::size_t i = 0; i <= dir.size(); ++i) {
+    if (i < dir.size() && dir[i] != '/') continue;
+    cur = dir.substr(0, i);
+    if (cur.empty() || cur == "/") continue;
+    if (::mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) {
+      throw Error("cannot create the layer cache folder '" + cur + "': " + std::strerror(errno));
+    }
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw Error("the layer cache '" + dir + "' is not a folder");
+  }
+  if (st.st_uid != ::geteuid()) {
+    throw Error("the layer cache '" + dir +
+                "' belongs to another user; set KTRAIN_CACHE_DIR to a folder of yours");
+  }
+  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
+    throw Error("cannot make the layer cache '" + dir + "' private: " + std::strerror(errno));
+  }
+}
 
 std::string layer_media_type(Compression c) {
   return c == Compression::kZstd ? "application/vnd.oci.image.layer.v1.tar+zstd"
@@ -166,7 +202,8 @@ void walk_context(const LayerSource& src, const std::function<void(const Context
 
 std::string fingerprint(const LayerSource& src, const LayerOptions& opts, std::uint64_t* files) {
   Sha256 h;
-  h.update("ktrain-layer-v1\n");
+  // v2: setuid and setgid bits are no longer put in layers.
+  h.update("ktrain-layer-v2\n");
   h.update(clean_prefix(src.prefix) + "\n" + compression_name(opts.compression) + "\n" +
            std::to_string(opts.mtime) + "\n");
   for (const auto& p : src.ignore.patterns()) h.update("ignore " + p + "\n");
@@ -191,7 +228,8 @@ std::string index_path_of(const LayerSource& src, const LayerOptions& opts,
                           const std::string& cache_dir) {
   const std::string key =
       digest_hex(sha256_digest(fs::absolute(src.root).string() + "\n" + clean_prefix(src.prefix) +
-                               "\n" + compression_name(opts.compression)));
+                               "\n" + compression_name(opts.compression)),
+                 "the layer cache index");
   return cache_dir + "/index/" + key + ".json";
 }
 
@@ -218,8 +256,9 @@ LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std
   std::uint64_t files = 0;
   if (!opts.cache_dir.empty()) {
     fp = fingerprint(src, opts, &files);
-    fs::create_directories(opts.cache_dir + "/index");
-    fs::create_directories(opts.cache_dir + "/blobs/sha256");
+    for (const char* sub : {"", "/index", "/blobs", "/blobs/sha256"}) {
+      make_private_dir(opts.cache_dir + sub);
+    }
     index_path = index_path_of(src, opts, opts.cache_dir);
     std::error_code ec;
     if (fs::exists(index_path, ec)) {
@@ -231,7 +270,7 @@ LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std
         b.size = j.at("size");
         b.diff_id = j.at("diffID");
         b.tar_size = j.at("tarSize");
-        b.path = opts.cache_dir + "/blobs/sha256/" + digest_hex(b.digest);
+        b.path = opts.cache_dir + "/blobs/sha256/" + digest_hex(b.digest, index_path);
         b.from_cache = true;
         if (j.at("fingerprint") == fp && fs::file_size(b.path, ec) == b.size && !ec) return b;
       } catch (const std::exception&) {
@@ -252,7 +291,7 @@ LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std
 
   const std::string dir = opts.cache_dir.empty() ? opts.temp_dir : opts.cache_dir + "/blobs";
   const std::string tmp = dir + "/tmp-" + std::to_string(::getpid()) + "-" +
-                          digest_hex(sha256_digest(src.root + prefix)).substr(0, 12);
+                          digest_hex(sha256_digest(src.root + prefix), "").substr(0, 12);
   LayerBlob blob;
   blob.media_type = layer_media_type(opts.compression);
   {
@@ -309,11 +348,11 @@ LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std
     blob.tar_size = tar_size;
   }
   if (opts.cache_dir.empty()) {
-    blob.path = opts.temp_dir + "/" + digest_hex(blob.digest);
+    blob.path = opts.temp_dir + "/" + digest_hex(blob.digest, "");
     fs::rename(tmp, blob.path);
     return blob;
   }
-  blob.path = opts.cache_dir + "/blobs/sha256/" + digest_hex(blob.digest);
+  blob.path = opts.cache_dir + "/blobs/sha256/" + digest_hex(blob.digest, "");
   // Drop the blob that this folder's previous entry pointed to, so the cache holds
   // one layer per folder.
   std::error_code ec;
@@ -322,7 +361,7 @@ LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std
       auto old = nlohmann::json::parse(read_text(index_path));
       std::string old_digest = old.at("digest");
       if (old_digest != blob.digest)
-        fs::remove(opts.cache_dir + "/blobs/sha256/" + digest_hex(old_digest), ec);
+        fs::remove(opts.cache_dir + "/blobs/sha256/" + digest_hex(old_digest, index_path), ec);
     }
   } catch (const std::exception&) {
   }
@@ -330,9 +369,7 @@ LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std
   nlohmann::json j = {{"fingerprint", fp},      {"mediaType", blob.media_type},
                       {"digest", blob.digest},  {"size", blob.size},
                       {"diffID", blob.diff_id}, {"tarSize", blob.tar_size}};
-  const std::string idx_tmp = index_path + ".tmp" + std::to_string(::getpid());
-  std::ofstream(idx_tmp) << j.dump();
-  fs::rename(idx_tmp, index_path);
+  write_private_text(index_path, j.dump());
   return blob;
 }
 

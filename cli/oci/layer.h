@@ -60,7 +60,7 @@ void walk_context(const LayerSource& src, const std::function<void(const Context
 struct LayerOptions {
   Compression compression = Compression::kGzip;
   std::int64_t mtime = 0;  ///< every entry's modification time (SOURCE_DATE_EPOCH or 0)
-  std::string cache_dir;   ///< "" = no cache; else blobs and the index live here
+  std::string cache_dir;   ///< "" = no cache; else blobs and the index live here (0700, 0600)
   std::string temp_dir;    ///< where blob files go without a cache
   unsigned threads = 0;    ///< compression threads, 0 = all cores (up to 8)
   /// Called as uncompressed bytes go by (total so far).
@@ -86,6 +86,11 @@ std::optional<std::string> indexed_digest(const LayerSource& src, const LayerOpt
 /// A stable fingerprint of everything make_layer reads: each entry's path, type, mode,
 /// size, modification time, inode and link target, plus the layer settings.
 std::string fingerprint(const LayerSource& src, const LayerOptions& opts, std::uint64_t* files);
+
+/// Makes `dir` (and its missing parents) a folder of mode 0700, as every folder of the
+/// layer cache is; narrows an existing one to 0700. Throws Error when it cannot, or
+/// when `dir` belongs to another user.
+void make_private_dir(const std::string& dir);
 
 /// The OCI media type of a layer compressed with `c`.
 std::string layer_media_type(Compression c);

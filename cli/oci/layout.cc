@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "oci/blob_file.h"
 #include "oci/digest.h"
 
 namespace ktrain::oci {
@@ -37,29 +38,22 @@ void write_layout(const std::string& dir, const Image& img, RegistryClient& clie
   if (ec) throw Error("cannot create '" + blobs.string() + "': " + ec.message());
   write_text(root / "oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   for (const auto& l : img.layers) {
-    const fs::path target = blobs / digest_hex(l.desc.digest);
+    const fs::path target =
+        blobs / digest_hex(l.desc.digest, "writing the OCI layout '" + dir + "'");
     if (fs::exists(target, ec) && fs::file_size(target, ec) == l.desc.size) continue;
+    // Written beside the target and renamed once verified: a blob that does not match
+    // its digest leaves nothing in blobs/sha256.
     if (!l.local_path.empty()) {
-      fs::copy_file(l.local_path, target, fs::copy_options::overwrite_existing, ec);
-      if (ec) throw Error("cannot copy a layer to '" + target.string() + "': " + ec.message());
-      continue;
+      copy_blob_file(l.local_path, l.desc.digest, l.desc.size, target.string());
+    } else {
+      download_blob_file(client, base_repo, l.desc.digest, l.desc.size, target.string());
     }
-    const fs::path tmp = target.string() + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      if (!f) throw Error("cannot write '" + tmp.string() + "': " + std::strerror(errno));
-      client.download_blob(base_repo, l.desc.digest, [&](std::string_view d) {
-        f.write(d.data(), static_cast<std::streamsize>(d.size()));
-        if (!f) throw Error("cannot write '" + tmp.string() + "': " + std::strerror(errno));
-      });
-    }
-    fs::rename(tmp, target);
   }
   const std::string config = img.config_bytes();
-  write_text(blobs / digest_hex(sha256_digest(config)), config);
+  write_text(blobs / digest_hex(sha256_digest(config), "the image config"), config);
   const std::string manifest = img.manifest_bytes();
   const std::string digest = sha256_digest(manifest);
-  write_text(blobs / digest_hex(digest), manifest);
+  write_text(blobs / digest_hex(digest, "the image manifest"), manifest);
 
   nlohmann::ordered_json index = {{"schemaVersion", 2},
                                   {"mediaType", media::kOciIndex},

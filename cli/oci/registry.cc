@@ -278,8 +278,17 @@ void RegistryClient::fail(const std::string& doing, const net::Request& req,
 ManifestBytes RegistryClient::get_manifest(const ImageRef& ref, const std::string& platform) {
   Repo repo{ref.registry, ref.repository};
   const std::string base = base_url(ref.registry);
-  std::string reference = ref.digest.empty() ? (ref.tag.empty() ? "latest" : ref.tag) : ref.digest;
   const std::string doing = "pulling the manifest of " + ref.str();
+  // What the next manifest must be: its digest ("" when it is fetched by tag) and its
+  // size (-1 when unknown), and who named it.
+  std::string want;
+  std::int64_t want_size = -1;
+  std::string named_by;
+  if (!ref.digest.empty()) {
+    want = checked_digest(ref.digest, doing, exit_code::kUsage);
+    named_by = "the reference";
+  }
+  std::string reference = want.empty() ? (ref.tag.empty() ? "latest" : ref.tag) : want;
   for (int depth = 0; depth < 2; ++depth) {
     net::Request req;
     req.url = base + "/v2/" + ref.repository + "/manifests/" + reference;
@@ -293,6 +302,15 @@ ManifestBytes RegistryClient::get_manifest(const ImageRef& ref, const std::strin
     ManifestBytes m;
     m.bytes = r.body;
     m.digest = sha256_digest(r.body);
+    // A manifest's digest is the sha256 of the exact bytes received.
+    if (!want.empty() && m.digest != want) {
+      throw Error(doing + ": the registry sent a manifest whose digest is " + m.digest + ", not " +
+                  want + " (which " + named_by + " names)");
+    }
+    if (want_size >= 0 && m.bytes.size() != static_cast<std::uint64_t>(want_size)) {
+      throw Error(doing + ": the manifest " + want + " is " + std::to_string(m.bytes.size()) +
+                  " bytes, not the " + std::to_string(want_size) + " that " + named_by + " gives");
+    }
     m.media_type = r.header("Content-Type").value_or("");
     if (auto semi = m.media_type.find(';'); semi != std::string::npos) m.media_type.resize(semi);
     nlohmann::json j;
@@ -302,9 +320,6 @@ ManifestBytes RegistryClient::get_manifest(const ImageRef& ref, const std::strin
       throw Error(doing + ": the registry returned a manifest that is not JSON");
     }
     if (j.contains("mediaType") && j["mediaType"].is_string()) m.media_type = j["mediaType"];
-    if (!ref.digest.empty() && depth == 0 && m.digest != ref.digest) {
-      throw Error(doing + ": the manifest's digest is " + m.digest + ", not " + ref.digest);
-    }
     const bool is_index = m.media_type == media::kOciIndex || m.media_type == media::kDockerList ||
                           (j.contains("manifests") && !j.contains("layers"));
     if (!is_index) {
@@ -314,53 +329,88 @@ ManifestBytes RegistryClient::get_manifest(const ImageRef& ref, const std::strin
       }
       return m;
     }
-    std::string chosen;
+    const nlohmann::json* chosen = nullptr;
     std::vector<std::string> offered;
-    for (const auto& d : j.value("manifests", nlohmann::json::array())) {
-      if (!d.contains("platform")) continue;
+    const nlohmann::json manifests = j.value("manifests", nlohmann::json::array());
+    for (const auto& d : manifests) {
+      if (!d.is_object() || !d.contains("platform") || !d["platform"].is_object()) continue;
       const auto& p = d["platform"];
       offered.push_back(p.value("os", "?") + "/" + p.value("architecture", "?") +
                         (p.contains("variant") ? "/" + p.value("variant", "") : ""));
-      if (chosen.empty() && platform_matches(p, platform)) chosen = d.value("digest", "");
+      if (!chosen && platform_matches(p, platform)) chosen = &d;
     }
-    if (chosen.empty()) {
+    if (!chosen) {
       std::string list;
       for (const auto& o : offered) list += (list.empty() ? "" : ", ") + o;
       throw Error(doing + ": no manifest for platform " + platform + " (the image has: " + list +
                       "); use --platform",
                   exit_code::kUsage);
     }
-    reference = chosen;
+    named_by = "the index's entry for " + platform;
+    const auto digest = chosen->find("digest");
+    want = checked_digest(
+        digest != chosen->end() && digest->is_string() ? digest->get<std::string>() : std::string(),
+        doing + ": " + named_by);
+    const auto size = chosen->find("size");
+    want_size =
+        size != chosen->end() && size->is_number_unsigned() ? size->get<std::int64_t>() : -1;
+    reference = want;
   }
   throw Error(doing + ": an index points to another index");
 }
 
-std::string RegistryClient::get_blob(const Repo& repo, const std::string& digest) {
+std::string RegistryClient::get_blob(const Repo& repo, const std::string& digest,
+                                     std::int64_t size) {
   std::string out;
-  download_blob(repo, digest, [&](std::string_view d) { out.append(d); });
+  download_blob(
+      repo, digest, [&](std::string_view d) { out.append(d); }, size);
   return out;
 }
 
 void RegistryClient::download_blob(const Repo& repo, const std::string& digest,
-                                   const ByteSink& sink) {
+                                   const ByteSink& sink, std::int64_t size) {
+  const std::string doing = "downloading blob " + digest + " of " + repo.str();
+  checked_digest(digest, "downloading a blob of " + repo.str());
   net::Request req;
   req.url = base_url(repo.registry) + "/v2/" + repo.repository + "/blobs/" + digest;
   req.follow_redirects = true;
   Sha256 hash;
   int status = 0;
+  std::uint64_t received = 0;
+  std::string stopped;  // why the download was stopped from here
+  int stopped_status = exit_code::kFailed;
   req.on_headers = [&](int s, const net::Headers&) { status = s; };
   req.on_data = [&](std::string_view d) {
-    if (status >= 200 && status < 300) {
-      hash.update(d);
+    if (status < 200 || status >= 300) return true;
+    received += d.size();
+    if (size >= 0 && received > static_cast<std::uint64_t>(size)) {
+      stopped = "more than the " + std::to_string(size) + " bytes that its descriptor gives came";
+      return false;
+    }
+    hash.update(d);
+    // Not thrown through the transport: kept, the transfer stopped, and thrown below.
+    try {
       sink(d);
+    } catch (const Error& e) {
+      stopped = e.what();
+      stopped_status = e.exit_status();
+      return false;
+    } catch (const std::exception& e) {
+      stopped = e.what();
+      return false;
     }
     return true;
   };
   net::Response r = send(req, repo, false);
-  if (!r.ok()) fail("downloading blob " + digest + " of " + repo.str(), req, r, repo);
-  if (hash.finish() != digest) {
-    throw Error("downloading blob " + digest + " of " + repo.str() +
-                ": the content does not match its digest");
+  if (!stopped.empty()) throw Error(doing + ": " + stopped, stopped_status);
+  if (!r.ok()) fail(doing, req, r, repo);
+  if (size >= 0 && received != static_cast<std::uint64_t>(size)) {
+    throw Error(doing + ": " + std::to_string(received) + " bytes came, not the " +
+                std::to_string(size) + " that its descriptor gives");
+  }
+  const std::string got = hash.finish();
+  if (got != digest) {
+    throw Error(doing + ": the content does not match its digest (it is " + got + ")");
   }
 }
 

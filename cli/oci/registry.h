@@ -53,13 +53,20 @@ class RegistryClient {
                  RegistryOptions options = {});
 
   /// The manifest of `ref` (tag or digest). An index or manifest list is resolved to
-  /// `platform` ("os/arch" or "os/arch/variant"). Throws Error when the image does not
-  /// exist or no manifest matches the platform.
+  /// `platform` ("os/arch" or "os/arch/variant"). Every manifest fetched by digest (the
+  /// one `ref` pins, the one an index names) is verified: the sha256 of the bytes
+  /// received must be that digest, and their length the index's size. Throws Error when
+  /// the image does not exist, no manifest matches the platform, a digest is not a
+  /// sha256 digest, or the bytes do not match.
   ManifestBytes get_manifest(const ImageRef& ref, const std::string& platform);
-  /// A whole (small) blob, verified against its digest.
-  std::string get_blob(const Repo& repo, const std::string& digest);
-  /// Streams a blob into `sink`; verifies the digest.
-  void download_blob(const Repo& repo, const std::string& digest, const ByteSink& sink);
+  /// A whole (small) blob, verified against its digest and, when `size` >= 0, its size.
+  std::string get_blob(const Repo& repo, const std::string& digest, std::int64_t size = -1);
+  /// Streams a blob into `sink`, then verifies its digest; with `size` >= 0 the
+  /// download stops when more than `size` bytes come, and fewer are an error. Throws
+  /// Error when `digest` is not a sha256 digest, or the bytes do not match; an Error
+  /// thrown by `sink` stops the download and comes out with the blob named.
+  void download_blob(const Repo& repo, const std::string& digest, const ByteSink& sink,
+                     std::int64_t size = -1);
   /// Whether the registry has blob `digest` in `repo` (HEAD).
   bool blob_exists(const Repo& repo, const std::string& digest);
   /// Asks the registry to mount `digest` from repository `from` (same registry) into

@@ -65,7 +65,9 @@ void TarWriter::header(const std::string& path, char type, std::uint32_t mode, s
   }
   char h[kBlock] = {};
   std::memcpy(h, name.data(), std::min<size_t>(name.size(), 100));
-  put_octal(h + 100, 8, mode & 07777);
+  // No setuid or setgid bit goes into an image: a workspace file that has one would
+  // run as its owner (root, 0:0) in the container. The sticky bit stays.
+  put_octal(h + 100, 8, mode & 01777);
   put_octal(h + 108, 8, 0);                                      // uid
   put_octal(h + 116, 8, 0);                                      // gid
   if (!put_octal(h + 124, 12, size)) put_octal(h + 124, 12, 0);  // real size in the PAX header

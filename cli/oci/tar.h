@@ -1,7 +1,7 @@
 #pragma once
 // Deterministic tar streams for image layers: entries in a fixed order, owners 0:0
-// without names, one fixed modification time, PAX headers for long names and large
-// sizes. The same input always gives the same bytes.
+// without names, one fixed modification time, no setuid or setgid bits, PAX headers
+// for long names and large sizes. The same input always gives the same bytes.
 
 #include <cstdint>
 #include <functional>
@@ -19,7 +19,8 @@ class TarWriter {
   /// `mtime` is written as every entry's modification time (seconds since the epoch).
   TarWriter(ByteSink sink, std::int64_t mtime);
 
-  /// A directory entry ("a/b/"; the trailing '/' is added). `mode`: permission bits.
+  /// A directory entry ("a/b/"; the trailing '/' is added). `mode`: permission bits
+  /// (setuid and setgid are dropped, here as for files).
   void add_directory(const std::string& path, std::uint32_t mode);
   /// A regular file whose `size` bytes are read from open file descriptor `fd`.
   /// Throws Error when the file is shorter or longer than `size` while being read.

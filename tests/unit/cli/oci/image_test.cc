@@ -9,13 +9,19 @@ using namespace ktrain::oci;
 
 namespace {
 
-const char kBaseManifest[] =
-    R"({"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json",
- "config":{"mediaType":"application/vnd.docker.container.image.v1+json","digest":"sha256:c","size":2},
- "layers":[{"mediaType":"application/vnd.docker.image.rootfs.diff.tar.gzip","digest":"sha256:base1","size":100}]})";
 const char kBaseConfig[] =
     R"({"architecture":"amd64","os":"linux","config":{"Env":["PATH=/bin","LANG=C"],"Cmd":["sh"]},
  "rootfs":{"type":"layers","diff_ids":["sha256:d1"]},"history":[{"created_by":"base"}]})";
+
+/// A Docker schema 2 manifest of kBaseConfig with one layer whose digest is `layer`.
+std::string base_manifest(const std::string& layer = sha256_digest("base1"),
+                          const std::string& config = sha256_digest(kBaseConfig)) {
+  return R"({"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json",
+ "config":{"mediaType":"application/vnd.docker.container.image.v1+json","digest":")" +
+         config + R"(","size":2},
+ "layers":[{"mediaType":"application/vnd.docker.image.rootfs.diff.tar.gzip","digest":")" +
+         layer + R"(","size":100}]})";
+}
 
 NewLayer layer(const std::string& name) {
   LayerBlob b;
@@ -30,7 +36,7 @@ NewLayer layer(const std::string& name) {
 }  // namespace
 
 TEST_CASE("image: append adds layers, diff_ids, history and config changes, keeping the base") {
-  Image base = image_from_manifest(kBaseManifest, kBaseConfig);
+  Image base = image_from_manifest(base_manifest(), kBaseConfig);
   REQUIRE(base.layers.size() == 1);
   CHECK(base.layers[0].desc.media_type == "application/vnd.oci.image.layer.v1.tar+gzip");
   CHECK(base.layers[0].local_path.empty());
@@ -68,7 +74,7 @@ TEST_CASE("image: append adds layers, diff_ids, history and config changes, keep
 }
 
 TEST_CASE("image: the same inputs give the same digest; a changed layer changes it") {
-  Image base = image_from_manifest(kBaseManifest, kBaseConfig);
+  Image base = image_from_manifest(base_manifest(), kBaseConfig);
   ConfigChanges ch;
   ch.entrypoint = {"/e"};
   std::string a = append(base, {layer("w")}, ch).digest();
@@ -79,4 +85,34 @@ TEST_CASE("image: the same inputs give the same digest; a changed layer changes 
 TEST_CASE("image: a malformed base manifest is a clear error") {
   CHECK_THROWS_WITH_AS(image_from_manifest("{}", kBaseConfig), doctest::Contains("not valid"),
                        ktrain::Error);
+}
+
+TEST_CASE("image: a base layer digest that is not sha256:<64 hex> is refused, named") {
+  // A digest becomes a file name (--oci-layout, copies between registries): '../' in it
+  // must never get that far.
+  const std::string up = "../../../../../../../../";
+  const std::string traversal =
+      "sha256:" + up + std::string(64 - up.size() - 16, '/') + "tmp/ktrain-pwned";
+  REQUIRE(traversal.size() == 71);
+  CHECK_THROWS_WITH_AS(
+      image_from_manifest(base_manifest(traversal), kBaseConfig),
+      doctest::Contains(("layer 1: '" + traversal + "' is not a sha256 digest").c_str()),
+      ktrain::Error);
+  CHECK_THROWS_WITH_AS(
+      image_from_manifest(base_manifest("sha256:" + std::string(64, 'A')), kBaseConfig),
+      doctest::Contains("is not a sha256 digest"), ktrain::Error);
+  const std::string sha512 = "sha512:" + std::string(128, 'a');
+  CHECK_THROWS_WITH_AS(image_from_manifest(base_manifest(sha512), kBaseConfig),
+                       doctest::Contains("uses sha512: only sha256 digests are supported"),
+                       ktrain::Error);
+}
+
+TEST_CASE("image: config bytes that do not match the manifest's config digest are refused") {
+  const std::string other = sha256_digest("another config");
+  CHECK_THROWS_WITH_AS(
+      image_from_manifest(base_manifest(sha256_digest("base1"), other), kBaseConfig),
+      doctest::Contains(("does not match its digest " + other).c_str()), ktrain::Error);
+  CHECK_THROWS_WITH_AS(
+      image_from_manifest(base_manifest(sha256_digest("base1"), "sha256:c"), kBaseConfig),
+      doctest::Contains("the config: 'sha256:c' is not a sha256 digest"), ktrain::Error);
 }

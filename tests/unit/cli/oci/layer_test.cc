@@ -3,9 +3,12 @@
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 #include "base/error.h"
 
@@ -43,6 +46,55 @@ struct Tree {
     return o;
   }
 };
+
+std::uint32_t mode_of(const fs::path& p) {
+  struct stat st {};
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+std::string read_all(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string gunzip(const std::string& in) {
+  std::string out;
+  z_stream z{};
+  inflateInit2(&z, 15 + 16);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  char buf[65536];
+  for (;;) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    const int rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+    if (rc == Z_STREAM_END) {
+      if (z.avail_in == 0) break;
+      inflateReset(&z);  // the next gzip member
+      continue;
+    }
+    REQUIRE(rc == Z_OK);
+  }
+  inflateEnd(&z);
+  return out;
+}
+
+/// Each entry's name and mode field (octal text) in a tar stream.
+std::map<std::string, std::string> tar_modes(const std::string& tar) {
+  std::map<std::string, std::string> out;
+  for (std::size_t off = 0; off + 512 <= tar.size();) {
+    const std::string name = tar.substr(off, 100).c_str();
+    if (name.empty()) break;
+    out[name] = tar.substr(off + 100, 7);
+    const std::uint64_t size = std::stoull(tar.substr(off + 124, 11), nullptr, 8);
+    off += 512 + (size + 511) / 512 * 512;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -109,4 +161,48 @@ TEST_CASE("layer: indexed_digest names the cached layer only while the folder is
     std::ofstream(e.path()) << "{ not json";  // a damaged entry is no answer, not an error
   }
   CHECK_FALSE(indexed_digest(t.source(), t.options(true), cache).has_value());
+}
+
+TEST_CASE("layer: the cache is private: its folders are 0700, its files 0600") {
+  Tree t;
+  LayerBlob b = make_layer(t.source(), t.options(true), "ctx");
+  const fs::path cache = t.root / "cache";
+  CHECK(mode_of(cache) == 0700);
+  CHECK(mode_of(cache / "index") == 0700);
+  CHECK(mode_of(cache / "blobs") == 0700);
+  CHECK(mode_of(cache / "blobs" / "sha256") == 0700);
+  CHECK(mode_of(b.path) == 0600);
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(cache / "index")) {
+    CHECK(mode_of(e.path()) == 0600);
+    ++entries;
+  }
+  CHECK(entries == 1);
+}
+
+TEST_CASE("layer: a cache left open to others is narrowed to 0700") {
+  Tree t;
+  const fs::path cache = t.root / "cache";
+  fs::create_directories(cache / "blobs" / "sha256");
+  fs::create_directories(cache / "index");
+  for (const fs::path& p : {cache, cache / "blobs", cache / "blobs" / "sha256", cache / "index"}) {
+    fs::permissions(p, fs::perms(0777));
+  }
+  make_layer(t.source(), t.options(true), "ctx");
+  for (const fs::path& p : {cache, cache / "blobs", cache / "blobs" / "sha256", cache / "index"}) {
+    CHECK(mode_of(p) == 0700);
+  }
+}
+
+TEST_CASE("layer: setuid and setgid bits of workspace files do not reach the layer") {
+  Tree t;
+  fs::permissions(t.root / "ctx" / "train.py", fs::perms(04755));
+  fs::permissions(t.root / "ctx" / "src", fs::perms(02755));
+  REQUIRE(mode_of(t.root / "ctx" / "train.py") == 04755);
+  LayerBlob b = make_layer(t.source(), t.options(false), "ctx");
+  const auto modes = tar_modes(gunzip(read_all(b.path)));
+  REQUIRE(modes.count("workspace/train.py") == 1);
+  CHECK(modes.at("workspace/train.py") == "0000755");
+  REQUIRE(modes.count("workspace/src/") == 1);
+  CHECK(modes.at("workspace/src/") == "0000755");
 }

@@ -106,7 +106,8 @@ TEST_CASE("registry: an index resolves to the requested platform") {
       R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[
     {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:arm","size":1,"platform":{"os":"linux","architecture":"arm64","variant":"v8"}},
     {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
-      sha256_digest(amd) + R"(","size":1,"platform":{"os":"linux","architecture":"amd64"}}]})";
+      sha256_digest(amd) + R"(","size":)" + std::to_string(amd.size()) +
+      R"(,"platform":{"os":"linux","architecture":"amd64"}}]})";
   t.script = {canned(200, index, {{"Content-Type", "application/vnd.oci.image.index.v1+json"}}),
               canned(200, amd, {{"Content-Type", "application/vnd.oci.image.manifest.v1+json"}})};
   RegistryClient c(t, creds);
@@ -119,6 +120,98 @@ TEST_CASE("registry: an index resolves to the requested platform") {
   t.script = {canned(200, index)};
   CHECK_THROWS_WITH_AS(c.get_manifest(parse_image_ref("ghcr.io/team/base:1"), "linux/s390x"),
                        doctest::Contains("linux/arm64/v8, linux/amd64"), Error);
+}
+
+namespace {
+
+const char kAmd[] =
+    R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:c","size":1},"layers":[]})";
+
+/// An OCI index whose linux/amd64 entry has `digest` and `size`.
+std::string index_of(const std::string& digest, std::size_t size) {
+  return R"({"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[
+    {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":")" +
+         digest + R"(","size":)" + std::to_string(size) +
+         R"(,"platform":{"os":"linux","architecture":"amd64"}}]})";
+}
+
+const net::Headers kIndexType = {{"Content-Type", "application/vnd.oci.image.index.v1+json"}};
+
+}  // namespace
+
+TEST_CASE("registry: the platform manifest of a pinned index is verified against the index") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  RegistryClient c(t, creds);
+  const std::string amd = kAmd;
+  const std::string index = index_of(sha256_digest(amd), amd.size());
+  const ImageRef pinned = parse_image_ref("ghcr.io/team/base@" + sha256_digest(index));
+  // Another manifest of the same size in place of the one the index names.
+  std::string forged = amd;
+  forged.replace(forged.find("sha256:c"), 8, "sha256:d");
+  REQUIRE(forged.size() == amd.size());
+  t.script = {canned(200, index, kIndexType), canned(200, forged)};
+  CHECK_THROWS_WITH_AS(c.get_manifest(pinned, "linux/amd64"),
+                       doctest::Contains(("the registry sent a manifest whose digest is " +
+                                          sha256_digest(forged) + ", not " + sha256_digest(amd) +
+                                          " (which the index's entry for linux/amd64 names)")
+                                             .c_str()),
+                       Error);
+  CHECK(t.seen.size() == 2);
+
+  // The right bytes pass.
+  t.script = {canned(200, index, kIndexType), canned(200, amd)};
+  CHECK(c.get_manifest(pinned, "linux/amd64").bytes == amd);
+
+  // An index by tag is checked the same way.
+  t.script = {canned(200, index, kIndexType), canned(200, forged)};
+  CHECK_THROWS_WITH_AS(c.get_manifest(parse_image_ref("ghcr.io/team/base:1"), "linux/amd64"),
+                       doctest::Contains(("not " + sha256_digest(amd)).c_str()), Error);
+
+  // The size that the index gives is checked too.
+  const std::string longer = amd + " ";
+  t.script = {canned(200, index_of(sha256_digest(longer), amd.size()), kIndexType),
+              canned(200, longer)};
+  CHECK_THROWS_WITH_AS(c.get_manifest(parse_image_ref("ghcr.io/team/base:1"), "linux/amd64"),
+                       doctest::Contains(("bytes, not the " + std::to_string(amd.size())).c_str()),
+                       Error);
+}
+
+TEST_CASE("registry: an index entry whose digest is not sha256:<64 hex> is refused unfetched") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  RegistryClient c(t, creds);
+  for (const std::string& bad : std::vector<std::string>{
+           "sha256:../../../../etc/passwd" + std::string(42, '/'), "sha256:" + std::string(64, 'F'),
+           "sha512:" + std::string(128, 'a'), std::string("sha256:abc")}) {
+    t.seen.clear();
+    t.script = {canned(200, index_of(bad, 10), kIndexType)};
+    try {
+      c.get_manifest(parse_image_ref("ghcr.io/team/base:1"), "linux/amd64");
+      FAIL("expected an error for " << bad);
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      CHECK(m.find("the index's entry for linux/amd64: ") != std::string::npos);
+      CHECK(m.find(bad.substr(0, 40)) != std::string::npos);
+    }
+    CHECK(t.seen.size() == 1);  // the index only; never the entry
+  }
+}
+
+TEST_CASE("registry: a base pinned by a sha512 digest is refused as a usage error, unfetched") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  RegistryClient c(t, creds);
+  const std::string d = "sha512:" + std::string(128, 'a');
+  try {
+    c.get_manifest(parse_image_ref("ghcr.io/team/base@" + d), "linux/amd64");
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.exit_status() == exit_code::kUsage);
+    CHECK(std::string(e.what()).find(
+              "'" + d + "' uses sha512: only sha256 digests are supported") != std::string::npos);
+  }
+  CHECK(t.seen.empty());
 }
 
 TEST_CASE("registry: an unknown image is a clear error") {

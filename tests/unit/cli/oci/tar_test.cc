@@ -73,3 +73,16 @@ TEST_CASE("tar: the same input gives the same bytes") {
   };
   CHECK(make() == make());
 }
+
+TEST_CASE("tar: setuid and setgid bits never go into a layer; the sticky bit stays") {
+  std::string out;
+  TarWriter t([&](std::string_view d) { out.append(d); }, 0);
+  t.add_directory("shared", 03775);
+  t.add_file("shared/su", 04755, "x");
+  t.add_file("shared/sg", 02711, "y");
+  t.finish();
+  CHECK(field(out, 0, 100, 8) == "0001775");
+  CHECK(field(out, 1, 100, 8) == "0000755");
+  CHECK(field(out, 3, 100, 8) == "0000711");
+  CHECK(std::stoul(field(out, 1, 148, 7), nullptr, 8) == checksum(out, 1));
+}
