@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace ktrain::launch {
 
@@ -35,7 +36,13 @@ class LaunchError : public std::runtime_error {
 /// Returns "what: strerror(errno)" for the current errno.
 std::string errno_message(const std::string& what);
 
-/// Writes "ktrain-launch: <message>\n" to stderr in one write.
+/// Returns `text` with what a terminal would act on escaped as \xNN: the C0 controls
+/// (ESC, CR, BEL, NUL, newline, tab, ...), DEL, the C1 controls (raw or UTF-8) and
+/// bytes that are not UTF-8. Printable UTF-8 and backslashes are kept.
+std::string printable(std::string_view text);
+
+/// Writes "ktrain-launch: <message>\n" to stderr in one write, with the message
+/// passed through printable(): messages may quote what peers sent.
 void log_line(const std::string& message);
 
 }  // namespace ktrain::launch

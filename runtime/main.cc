@@ -9,6 +9,7 @@
 #include "runtime/error.h"
 #include "runtime/install.h"
 #include "runtime/launcher.h"
+#include "runtime/spawner.h"
 #include "runtime/termination_log.h"
 #include "runtime/version.h"
 
@@ -26,6 +27,9 @@ int main(int argc, char** argv) {
         it != env.end() && !it->second.empty() ? it->second : "/dev/termination-log", e.what());
     return e.status();
   }
+  // The secret is in `config` now; children never see it (spawner.h).
+  withhold_from_environment();
+  for (const char* name : kWithheldVariables) env.erase(name);
   if (config.help) {
     std::string text = help_text();
     return ::write(STDOUT_FILENO, text.data(), text.size()) < 0 ? 1 : 0;

@@ -1,5 +1,7 @@
 #include "runtime/message.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "runtime/error.h"
@@ -31,14 +33,31 @@ const std::string& Message::get(std::string_view key) const {
   return *v;
 }
 
-long Message::get_int(std::string_view key) const {
-  const std::string& v = get(key);
+bool parse_decimal(std::string_view text, long lo, long hi, long& out) {
+  size_t i = text.size() > 0 && text[0] == '-' ? 1 : 0;
+  if (i == text.size() || text.size() > 24) return false;
+  for (size_t k = i; k < text.size(); ++k) {
+    if (text[k] < '0' || text[k] > '9') return false;
+  }
+  const std::string s(text);
   char* end = nullptr;
-  long n = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0') {
+  errno = 0;
+  long n = std::strtol(s.c_str(), &end, 10);
+  if (errno == ERANGE || *end != '\0' || n < lo || n > hi) return false;
+  out = n;
+  return true;
+}
+
+long Message::get_int(std::string_view key, long lo, long hi) const {
+  const std::string& v = get(key);
+  long n = 0;
+  if (!parse_decimal(v, lo, hi, n)) {
+    std::string range = lo == LONG_MIN && hi == LONG_MAX
+                            ? ""
+                            : " in " + std::to_string(lo) + ".." + std::to_string(hi);
     throw LaunchError(exit_status::kRendezvous, "malformed '" + type + "' message: field '" +
-                                                    std::string(key) + "' is not a number: '" + v +
-                                                    "'");
+                                                    std::string(key) + "' is not a number" + range +
+                                                    ": '" + v + "'");
   }
   return n;
 }
@@ -94,17 +113,64 @@ std::string frame(const Message& m) {
   return out;
 }
 
-bool FrameReader::next(Message& out) {
-  if (buf_.size() < 4) return false;
-  const auto* p = reinterpret_cast<const unsigned char*>(buf_.data());
-  uint32_t n = (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
-  if (n > kMaxFrame) {
-    throw LaunchError(exit_status::kRendezvous,
-                      "oversized message (" + std::to_string(n) + " bytes): not a ktrain peer?");
+uint32_t FrameReader::length_at(size_t pos) const {
+  const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + pos);
+  return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
+}
+
+void FrameReader::scan() {
+  while (!oversized_ && buf_.size() - scan_ >= 4) {
+    uint32_t n = length_at(scan_);
+    if (n > max_frame_) {
+      oversized_ = true;
+      return;
+    }
+    if (buf_.size() - scan_ - 4 < n) return;
+    scan_ += 4 + size_t(n);
   }
-  if (buf_.size() < 4 + size_t(n)) return false;
-  out = decode_body(std::string_view(buf_).substr(4, n));
-  buf_.erase(0, 4 + size_t(n));
+}
+
+void FrameReader::set_max_frame(uint32_t max_frame) {
+  max_frame_ = max_frame;
+  oversized_ = false;
+  scan();
+}
+
+void FrameReader::feed(std::string_view bytes) {
+  buf_.append(bytes);
+  scan();
+}
+
+size_t FrameReader::room() const {
+  if (oversized_) return 0;
+  const size_t cap = 4 + size_t(max_frame_);
+  if (pending() >= cap) return 0;
+  const size_t partial = buf_.size() - scan_;  // of the frame after the complete ones
+  size_t want = partial < 4 ? 4 - partial : 4 + size_t(length_at(scan_)) - partial;
+  return std::min(want, cap - pending());
+}
+
+bool FrameReader::next(Message& out) {
+  if (head_ == scan_) {
+    if (oversized_) {
+      throw LaunchError(exit_status::kRendezvous,
+                        "oversized message (" + std::to_string(length_at(scan_)) +
+                            " bytes, at most " + std::to_string(max_frame_) +
+                            " allowed here): not a ktrain peer?");
+    }
+    return false;
+  }
+  const uint32_t n = length_at(head_);
+  out = decode_body(std::string_view(buf_).substr(head_ + 4, n));
+  head_ += 4 + size_t(n);
+  if (head_ == buf_.size()) {
+    buf_.clear();
+    head_ = scan_ = 0;
+  } else if (head_ >= 4096 && head_ * 2 >= buf_.size()) {
+    buf_.erase(0, head_);
+    scan_ -= head_;
+    head_ = 0;
+  }
   return true;
 }
 

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -118,8 +119,10 @@ Connection::~Connection() {
   close();
 }
 
-Connection::Connection(Connection&& o) noexcept : fd_(o.fd_), reader_(std::move(o.reader_)) {
+Connection::Connection(Connection&& o) noexcept
+    : fd_(o.fd_), reader_(std::move(o.reader_)), session_(std::move(o.session_)) {
   o.fd_ = -1;
+  o.session_.reset();
 }
 
 Connection& Connection::operator=(Connection&& o) noexcept {
@@ -127,9 +130,22 @@ Connection& Connection::operator=(Connection&& o) noexcept {
     close();
     fd_ = o.fd_;
     reader_ = std::move(o.reader_);
+    session_ = std::move(o.session_);
     o.fd_ = -1;
+    o.session_.reset();
   }
   return *this;
+}
+
+void Connection::secure(Session session) {
+  session_ = std::move(session);
+  reader_.set_max_frame(kMaxFrame);
+}
+
+bool Connection::take(Message& out) {
+  if (!reader_.next(out)) return false;
+  if (session_) session_->open(out);
+  return true;
 }
 
 void Connection::close() {
@@ -139,7 +155,7 @@ void Connection::close() {
 
 bool Connection::send(const Message& m, int timeout_ms) {
   if (fd_ < 0) return false;
-  std::string data = frame(m);
+  std::string data = frame(session_ ? session_->seal(m) : m);
   size_t off = 0;
   int64_t deadline = now_ms() + timeout_ms;
   while (off < data.size()) {
@@ -165,7 +181,9 @@ bool Connection::read_available() {
   if (fd_ < 0) return false;
   char buf[16384];
   for (;;) {
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    const size_t room = std::min(reader_.room(), sizeof buf);
+    if (room == 0) return true;  // take() first
+    ssize_t n = ::recv(fd_, buf, room, 0);
     if (n > 0) {
       reader_.feed(std::string_view(buf, static_cast<size_t>(n)));
       continue;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/message.h"
+#include "runtime/session.h"
 
 namespace ktrain::launch {
 
@@ -30,10 +31,12 @@ std::string peer_address(int fd);
 /// Returns the local IPv4 address of a connected socket ("" when unknown).
 std::string local_address(int fd);
 
-/// A framed message connection over a non-blocking socket. Owns the fd.
+/// A framed message connection over a non-blocking socket. Owns the fd. Until
+/// secure() it accepts frames of at most kMaxHandshakeFrame bytes; afterwards
+/// kMaxFrame, and every message in either direction is sealed by the Session.
 class Connection {
  public:
-  explicit Connection(int fd = -1) : fd_(fd) {}
+  explicit Connection(int fd = -1) : fd_(fd), reader_(kMaxHandshakeFrame) {}
   ~Connection();
   Connection(Connection&& o) noexcept;
   Connection& operator=(Connection&& o) noexcept;
@@ -44,14 +47,20 @@ class Connection {
   bool is_open() const { return fd_ >= 0; }
   /// Closes the socket.
   void close();
+  /// From now on seals every message sent and opens every message taken with
+  /// `session`, and accepts frames of up to kMaxFrame bytes.
+  void secure(Session session);
   /// Sends a message, waiting at most `timeout_ms` for the socket to take it.
   /// Returns false when the peer is gone or the time ran out.
   bool send(const Message& m, int timeout_ms = 5000);
-  /// Reads what is available without blocking. Returns false on EOF or error
-  /// (messages already complete stay available to take()).
+  /// Reads what is available without blocking, but never more than the frame
+  /// limit allows to hold (a frame's header is read and checked before its body).
+  /// Returns false on EOF or error (messages already complete stay available to
+  /// take()).
   bool read_available();
-  /// Takes the next complete message; throws LaunchError(76) on a malformed frame.
-  bool take(Message& out) { return reader_.next(out); }
+  /// Takes the next complete message; throws LaunchError(76) on a malformed or
+  /// oversized frame, or, once secure, on a message that fails authentication.
+  bool take(Message& out);
   /// Waits up to `timeout_ms` for one message. Returns nullopt on EOF, error or timeout;
   /// `eof` tells which.
   std::optional<Message> receive(int timeout_ms, bool* eof = nullptr);
@@ -59,6 +68,7 @@ class Connection {
  private:
   int fd_;
   FrameReader reader_;
+  std::optional<Session> session_;
 };
 
 }  // namespace ktrain::launch

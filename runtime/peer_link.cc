@@ -38,7 +38,9 @@ std::optional<std::string> ServerLink::on_readable(int fd) {
         if (m.type == "failed" && !cause) cause = m.get("cause");
       }
     } catch (const LaunchError& e) {
-      cause = "node " + std::to_string(r) + " sent garbage: " + e.what();
+      // Malformed, or not sealed by node r: nothing more from it is believed.
+      if (!cause) cause = "lost the connection to node " + std::to_string(r) + ": " + e.what();
+      open = false;
     }
     if (!open) {
       c.close();
@@ -80,7 +82,9 @@ std::optional<std::string> ClientLink::on_readable(int) {
       if (m.type == "stop") return m.get("cause");
     }
   } catch (const LaunchError& e) {
-    return std::string("node 0 sent garbage: ") + e.what();
+    // Malformed, or not sealed by node 0: nothing more from it is believed.
+    conn_.close();
+    return std::string("lost the connection to node 0: ") + e.what();
   }
   if (!open) {
     conn_.close();

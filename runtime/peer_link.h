@@ -1,6 +1,8 @@
 #pragma once
 // How a node tells the others that it failed or finished, and hears that they
-// did, over the connections the rendezvous left open.
+// did, over the connections the rendezvous left open. Those connections are
+// secure (Connection::secure): a message that fails authentication counts as a
+// lost connection, and its content is not used.
 
 #include <optional>
 #include <string>

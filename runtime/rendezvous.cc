@@ -6,19 +6,26 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "runtime/error.h"
+#include "runtime/session.h"
 #include "runtime/sha256.h"
 
 namespace ktrain::launch {
 namespace {
 
-constexpr int kHandshakeMs = 30000;
+// How long a node waits for node 0's challenge.
+constexpr int kChallengeMs = 10000;
+// Lines node 0 logs about connections that fail the handshake; the rest are counted.
+constexpr int kLoggedRefusals = 10;
 
 [[noreturn]] void fail(const std::string& m) {
   throw LaunchError(exit_status::kRendezvous, m);
@@ -30,16 +37,10 @@ std::string seconds_text(double s) {
   return buf;
 }
 
-std::string world_mac(const std::string& secret, const std::string& snonce,
-                      const std::string& cnonce, const Message& world) {
-  return to_hex(
-      hmac_sha256(secret, "ktrain-rdzv world|" + snonce + "|" + cnonce + "|" + encode_body(world)));
-}
-
 Message hello_message(const Config& c, const NodeInfo& self, const std::string& cnonce) {
   Message m;
   m.type = "hello";
-  m.set("version", "1");
+  m.set("version", kRendezvousProtocol);
   m.set("run", c.run);
   m.set("node_rank", std::to_string(self.node_rank));
   m.set("nnodes", std::to_string(self.nnodes));
@@ -56,7 +57,7 @@ struct Pending {
   std::string from;
   int state = 0;  // 0: waiting for hello, 1: waiting for auth
   NodeInfo info;
-  std::string cnonce, snonce, hello_body;
+  std::string version, run, cnonce, snonce, hello_body;
   int64_t deadline = 0;
 };
 
@@ -64,10 +65,49 @@ struct Pending {
 struct Joined {
   Connection conn;
   NodeInfo info;
-  std::string cnonce, snonce;
 };
 
+// Logs what befalls connections that fail the handshake: anyone who reaches the
+// port can cause these lines, so only the first few are written and the rest
+// counted, with a summary at the end of the rendezvous.
+class RefusalLog {
+ public:
+  ~RefusalLog() {
+    if (count_ > kLoggedRefusals) {
+      log_line(std::to_string(count_) + " connections failed the rendezvous handshake (" +
+               std::to_string(kLoggedRefusals) + " logged)");
+    }
+  }
+  void note(const std::string& line) {
+    ++count_;
+    if (count_ <= kLoggedRefusals) log_line(line);
+    if (count_ == kLoggedRefusals) {
+      log_line("further connections that fail the handshake are counted, not logged");
+    }
+  }
+
+ private:
+  int count_ = 0;
+};
+
+// Closes the listening socket when the rendezvous ends, however it ends.
+struct ListenerCloser {
+  int& fd;
+  ~ListenerCloser() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+bool out_of_descriptors(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
 }  // namespace
+
+int max_pending_connections(int nnodes) {
+  return static_cast<int>(std::clamp<int64_t>(int64_t(nnodes) * 4, 16, 4096));
+}
 
 std::string server_proof(const std::string& secret, const std::string& run,
                          const std::string& cnonce, const std::string& snonce) {
@@ -81,8 +121,8 @@ std::string client_proof(const std::string& secret, const std::string& run,
       secret, "ktrain-rdzv client|" + run + "|" + snonce + "|" + cnonce + "|" + hello_body));
 }
 
-RendezvousServer::RendezvousServer(const Config& config, NodeInfo self)
-    : config_(config), self_(std::move(self)) {
+RendezvousServer::RendezvousServer(const Config& config, NodeInfo self, RendezvousLimits limits)
+    : config_(config), self_(std::move(self)), limits_(limits) {
   if (config_.nnodes > 1) listen_fd_ = listen_tcp(config_.rdzv_port);
 }
 
@@ -93,8 +133,14 @@ RendezvousServer::~RendezvousServer() {
 World RendezvousServer::gather(const std::string& nccl_id_hex) {
   const int nnodes = config_.nnodes;
   const int64_t deadline = now_ms() + int64_t(std::llround(config_.rdzv_timeout_s * 1000));
-  std::vector<std::unique_ptr<Pending>> pending;
+  const size_t max_pending = static_cast<size_t>(
+      limits_.max_pending > 0 ? limits_.max_pending : max_pending_connections(nnodes));
+  ListenerCloser closer{listen_fd_};
+  RefusalLog refusals;
+  std::deque<std::unique_ptr<Pending>> pending;  // oldest first
   std::map<int, Joined> joined;
+  int64_t accept_again = 0;  // after a failed accept: when to try again
+  bool told_accept_failure = false;
 
   auto abort_all = [&](const std::string& reason) {
     Message m;
@@ -109,12 +155,14 @@ World RendezvousServer::gather(const std::string& nccl_id_hex) {
     Message m;
     while (p.conn.take(m)) {
       if (p.state == 0) {
-        if (m.type != "hello") return false;
+        if (m.type != "hello") fail("expected a hello, got '" + m.type + "'");
         p.hello_body = encode_body(m);
+        p.version = m.get("version");
+        p.run = m.get("run");
         p.cnonce = m.get("cnonce");
-        p.info.node_rank = static_cast<int>(m.get_int("node_rank"));
-        p.info.nnodes = static_cast<int>(m.get_int("nnodes"));
-        p.info.nproc = static_cast<int>(m.get_int("nproc"));
+        p.info.node_rank = static_cast<int>(m.get_int("node_rank", 0, kMaxNodes - 1));
+        p.info.nnodes = static_cast<int>(m.get_int("nnodes", 1, kMaxNodes));
+        p.info.nproc = static_cast<int>(m.get_int("nproc", 1, kMaxProcsPerNode));
         p.info.framework = m.get("framework");
         p.info.addr = m.get("addr");
         if (p.info.addr.empty()) p.info.addr = p.from;
@@ -122,50 +170,57 @@ World RendezvousServer::gather(const std::string& nccl_id_hex) {
         Message c;
         c.type = "challenge";
         c.set("snonce", p.snonce);
-        c.set("proof", server_proof(config_.secret, config_.run, p.cnonce, p.snonce));
-        if (m.get("run") != config_.run) {
-          Message r;
-          r.type = "reject";
-          r.set("reason",
-                "it belongs to run '" + m.get("run") + "', node 0 to run '" + config_.run + "'");
-          p.conn.send(r, 1000);
-          log_line("refused a node from " + p.from + ": run '" + m.get("run") + "'");
-          return false;
-        }
-        if (!p.conn.send(c)) return false;
+        c.set("proof", server_proof(config_.secret, p.run, p.cnonce, p.snonce));
+        if (!p.conn.send(c, 1000)) return false;
         p.state = 1;
-      } else {
-        if (m.type != "auth") return false;
-        std::string want =
-            client_proof(config_.secret, config_.run, p.snonce, p.cnonce, p.hello_body);
-        if (!constant_time_equal(m.get("mac"), want)) {
-          Message r;
-          r.type = "reject";
-          r.set("reason", "wrong rendezvous secret");
-          p.conn.send(r, 1000);
-          log_line("refused a node from " + p.from + " claiming node rank " +
-                   std::to_string(p.info.node_rank) + ": wrong rendezvous secret");
-          return false;
-        }
-        const int rank = p.info.node_rank;
-        if (rank <= 0 || rank >= nnodes || joined.count(rank)) {
-          std::vector<NodeInfo> all{self_, p.info};
-          for (auto& [r, j] : joined) all.push_back(j.info);
-          try {
-            build_world(config_.run, nnodes, all, config_.master_port);
-          } catch (const LaunchError& e) {
-            fatal = e.what();
-          }
-          Message a;
-          a.type = "abort";
-          a.set("reason", fatal);
-          p.conn.send(a, 1000);
-          return false;
-        }
-        Joined j{std::move(p.conn), p.info, p.cnonce, p.snonce};
-        joined.emplace(rank, std::move(j));
-        return false;  // moved out of pending
+        continue;
       }
+      if (m.type != "auth") fail("expected an auth, got '" + m.type + "'");
+      const std::string who = "node rank " + std::to_string(p.info.node_rank) + " from " + p.from;
+      if (!constant_time_equal(m.get("mac"), client_proof(config_.secret, p.run, p.snonce, p.cnonce,
+                                                          p.hello_body))) {
+        Message r;
+        r.type = "reject";
+        r.set("reason", "wrong rendezvous secret");
+        p.conn.send(r, 1000);
+        refusals.note("refused " + who + ": wrong rendezvous secret");
+        return false;
+      }
+      // The node holds the secret: from here on each message either way is sealed.
+      p.conn.secure(
+          Session(session_key(config_.secret, p.run, p.snonce, p.cnonce), SessionRole::kNode0));
+      auto refuse = [&](const std::string& reason) {
+        Message r;
+        r.type = "reject";
+        r.set("reason", reason);
+        p.conn.send(r, 1000);
+        log_line("refused " + who + ": " + reason);
+        return false;
+      };
+      if (p.version != kRendezvousProtocol) {
+        return refuse("it speaks rendezvous protocol " + p.version + ", node 0 protocol " +
+                      kRendezvousProtocol + " (ktrain-launch versions differ)");
+      }
+      if (p.run != config_.run) {
+        return refuse("it belongs to run '" + p.run + "', node 0 to run '" + config_.run + "'");
+      }
+      const int rank = p.info.node_rank;
+      if (rank <= 0 || rank >= nnodes || joined.count(rank)) {
+        std::vector<NodeInfo> all{self_, p.info};
+        for (auto& [r, j] : joined) all.push_back(j.info);
+        try {
+          build_world(config_.run, nnodes, all, config_.master_port);
+        } catch (const LaunchError& e) {
+          fatal = e.what();
+        }
+        Message a;
+        a.type = "abort";
+        a.set("reason", fatal);
+        p.conn.send(a, 1000);
+        return false;
+      }
+      joined.emplace(rank, Joined{std::move(p.conn), p.info});
+      return false;  // moved out of pending
     }
     return true;
   };
@@ -180,8 +235,9 @@ World RendezvousServer::gather(const std::string& nccl_id_hex) {
                 (missing.size() > 1 ? "s " : " ") + join_ranks(missing) + " never arrived (" +
                 std::to_string(arrived.size()) + " of " + std::to_string(nnodes) + " joined)");
     }
+    const bool accepting = now >= accept_again;
     std::vector<pollfd> fds;
-    fds.push_back({listen_fd_, POLLIN, 0});
+    fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
     for (auto& p : pending) fds.push_back({p->conn.fd(), POLLIN, 0});
     std::vector<int> joined_ranks;
     for (auto& [r, j] : joined) {
@@ -190,53 +246,104 @@ World RendezvousServer::gather(const std::string& nccl_id_hex) {
     }
     int64_t wait = deadline - now;
     for (auto& p : pending) wait = std::min(wait, p->deadline - now);
+    if (!accepting) wait = std::min(wait, accept_again - now);
     int r = ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(wait, 0)));
     if (r < 0 && errno != EINTR) fail(errno_message("poll"));
     now = now_ms();
-    if (fds[0].revents & POLLIN) {
-      for (;;) {
+
+    // Pending handshakes: read, advance, drop the finished, broken or late ones.
+    std::deque<std::unique_ptr<Pending>> keep;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      auto& p = pending[i];
+      bool alive = true;
+      if (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) alive = p->conn.read_available();
+      bool keep_it = false;
+      try {
+        keep_it = handle(*p);
+      } catch (const LaunchError& e) {
+        refusals.note("dropped a connection from " + p->from + ": " + e.what());
+      }
+      if (keep_it && !alive) {
+        if (p->state == 1) {
+          refusals.note("node rank " + std::to_string(p->info.node_rank) + " from " + p->from +
+                        " hung up after the challenge (does it hold another rendezvous secret?)");
+        }
+        keep_it = false;
+      }
+      if (keep_it && now >= p->deadline) {
+        refusals.note("dropped a connection from " + p->from + ": no " +
+                      (p->state == 0 ? "hello" : "auth") + " within " +
+                      seconds_text(limits_.handshake_ms / 1000.0) + " s");
+        keep_it = false;
+      }
+      if (keep_it) keep.push_back(std::move(p));
+    }
+    pending = std::move(keep);
+    if (!fatal.empty()) abort_all(fatal);
+
+    // A node that leaves before the world is sent may come back; one that sends
+    // anything before the world is not following the protocol.
+    for (size_t k = 0; k < joined_ranks.size(); ++k) {
+      const pollfd& pf = fds[fds.size() - joined_ranks.size() + k];
+      if (!(pf.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      auto it = joined.find(joined_ranks[k]);
+      if (it == joined.end()) continue;
+      Connection& c = it->second.conn;
+      const std::string node = "node " + std::to_string(joined_ranks[k]);
+      std::string why;
+      bool open = c.read_available();
+      try {
+        Message m;
+        if (c.take(m)) why = "dropped " + node + ": it sent '" + m.type + "' before the world";
+      } catch (const LaunchError& e) {
+        why = "dropped " + node + ": " + e.what();
+      }
+      if (why.empty() && !open) why = node + " left before the rendezvous ended";
+      if (!why.empty()) {
+        log_line(why);
+        joined.erase(it);
+      }
+    }
+
+    // New connections.
+    if (accepting && (fds[0].revents & POLLIN)) {
+      // At most max_pending at a time, so that the hellos of those accepted are
+      // read before a burst of newer connections pushes them out.
+      for (size_t burst = 0; burst < max_pending; ++burst) {
         int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) break;
+        if (fd < 0) {
+          const int err = errno;
+          if (err == EINTR || err == ECONNABORTED) continue;
+          if (!out_of_descriptors(err)) break;  // EAGAIN: none left
+          if (!told_accept_failure) {
+            told_accept_failure = true;
+            log_line("cannot accept a rendezvous connection: " + std::string(std::strerror(err)) +
+                     " (closing the oldest connections still in the handshake, else waiting " +
+                     std::to_string(limits_.accept_pause_ms) + " ms before trying again)");
+          }
+          if (!pending.empty()) {
+            refusals.note("out of descriptors: closed the connection from " +
+                          pending.front()->from + " still in the handshake");
+            pending.pop_front();
+            continue;
+          }
+          accept_again = now + limits_.accept_pause_ms;
+          break;
+        }
         int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         set_keepalive(fd);
         auto p = std::make_unique<Pending>();
         p->conn = Connection(fd);
         p->from = peer_address(fd);
-        p->deadline = now + kHandshakeMs;
-        pending.push_back(std::move(p));
-      }
-    }
-    // Pending handshakes: read, advance, drop the finished or broken ones.
-    std::vector<std::unique_ptr<Pending>> keep;
-    for (size_t i = 0; i < pending.size(); ++i) {
-      auto& p = pending[i];
-      const pollfd* pf = (i + 1 < fds.size()) ? &fds[i + 1] : nullptr;
-      bool alive = true;
-      if (pf && pf->fd == p->conn.fd() && (pf->revents & (POLLIN | POLLHUP | POLLERR))) {
-        alive = p->conn.read_available();
-      }
-      bool keep_it;
-      try {
-        keep_it = handle(*p) && alive && now < p->deadline;
-      } catch (const LaunchError& e) {
-        log_line("dropped a connection from " + p->from + ": " + e.what());
-        keep_it = false;
-      }
-      if (keep_it) keep.push_back(std::move(p));
-    }
-    if (!fatal.empty()) abort_all(fatal);
-    pending.clear();
-    for (auto& p : keep) pending.push_back(std::move(p));
-    // A node that leaves before the world is sent may come back.
-    for (size_t k = 0; k < joined_ranks.size(); ++k) {
-      const pollfd& pf = fds[fds.size() - joined_ranks.size() + k];
-      if (pf.revents & (POLLIN | POLLHUP | POLLERR)) {
-        auto it = joined.find(joined_ranks[k]);
-        if (it != joined.end() && !it->second.conn.read_available()) {
-          log_line("node " + std::to_string(joined_ranks[k]) + " left before the rendezvous ended");
-          joined.erase(it);
+        p->deadline = now + limits_.handshake_ms;
+        if (pending.size() >= max_pending) {
+          refusals.note("more than " + std::to_string(max_pending) +
+                        " connections in the handshake: closed the oldest, from " +
+                        pending.front()->from);
+          pending.pop_front();
         }
+        pending.push_back(std::move(p));
       }
     }
   }
@@ -255,18 +362,12 @@ World RendezvousServer::gather(const std::string& nccl_id_hex) {
     abort_all(e.what());
   }
   world.nccl_id_hex = nccl_id_hex;
-  Message wm = world_message(world);
+  const Message wm = world_message(world);
   peers_.clear();
   peers_.resize(static_cast<size_t>(nnodes));
   for (auto& [r, j] : joined) {
-    Message m = wm;
-    m.set("mac", world_mac(config_.secret, j.snonce, j.cnonce, wm));
-    if (!j.conn.send(m)) log_line("could not send the world to node " + std::to_string(r));
+    if (!j.conn.send(wm)) log_line("could not send the world to node " + std::to_string(r));
     peers_[static_cast<size_t>(r)] = std::move(j.conn);
-  }
-  if (listen_fd_ >= 0) {
-    ::close(listen_fd_);
-    listen_fd_ = -1;
   }
   return world;
 }
@@ -281,6 +382,7 @@ World join_rendezvous(const Config& config, const NodeInfo& self, Connection& co
   const std::string target = config.master_addr + ":" + std::to_string(config.rdzv_port);
 
   auto pause = [&] {
+    conn.close();
     int64_t left = deadline - now_ms();
     if (left <= 0) return;
     ::usleep(static_cast<useconds_t>(std::min<int64_t>(backoff_ms, left)) * 1000);
@@ -290,6 +392,7 @@ World join_rendezvous(const Config& config, const NodeInfo& self, Connection& co
       next_log = now_ms() + 30000;
     }
   };
+  auto remaining = [&] { return static_cast<int>(std::max<int64_t>(deadline - now_ms(), 0)); };
 
   for (;;) {
     if (now_ms() >= deadline) {
@@ -312,40 +415,62 @@ World join_rendezvous(const Config& config, const NodeInfo& self, Connection& co
     }
     conn = Connection(fd);
     const std::string cnonce = to_hex(random_bytes(16));
-    NodeInfo me = self;
-    Message hello = hello_message(config, me, cnonce);
+    Message hello = hello_message(config, self, cnonce);
     if (!conn.send(hello)) {
       last_error = "node 0 closed the connection";
       pause();
       continue;
     }
-    auto remaining = [&] { return static_cast<int>(std::max<int64_t>(deadline - now_ms(), 0)); };
-    auto challenge = conn.receive(std::min(remaining(), kHandshakeMs));
+    // Until node 0 has proved the secret, nothing it says is believed: a refusal
+    // or garbage only makes this node try again.
+    std::optional<Message> challenge;
+    try {
+      challenge = conn.receive(std::min(remaining(), kChallengeMs));
+    } catch (const LaunchError& e) {
+      last_error = std::string("node 0 answered the hello with garbage: ") + e.what();
+      pause();
+      continue;
+    }
     if (!challenge) {
       last_error = "node 0 did not answer the hello";
       pause();
       continue;
     }
-    if (challenge->type == "reject") fail("node 0 refused this node: " + challenge->get("reason"));
-    if (challenge->type != "challenge") fail("unexpected '" + challenge->type + "' from node 0");
-    const std::string snonce = challenge->get("snonce");
-    if (!constant_time_equal(challenge->get("proof"),
-                             server_proof(config.secret, config.run, cnonce, snonce))) {
+    const std::string* snonce = challenge->find("snonce");
+    const std::string* proof = challenge->find("proof");
+    if (challenge->type != "challenge" || !snonce || !proof) {
+      const std::string* reason = challenge->find("reason");
+      last_error = challenge->type == "reject"
+                       ? "node 0 refused this node without proving it holds the secret: " +
+                             (reason ? *reason : std::string("no reason given"))
+                       : "node 0 answered the hello with '" + challenge->type + "'";
+      pause();
+      continue;
+    }
+    if (!constant_time_equal(*proof, server_proof(config.secret, config.run, cnonce, *snonce))) {
       fail("node 0 at " + target +
            " failed authentication: its rendezvous secret differs from this node's "
            "(KTRAIN_RDZV_SECRET)");
     }
     Message auth;
     auth.type = "auth";
-    auth.set("mac", client_proof(config.secret, config.run, snonce, cnonce, encode_body(hello)));
+    auth.set("mac", client_proof(config.secret, config.run, *snonce, cnonce, encode_body(hello)));
     if (!conn.send(auth)) {
       last_error = "node 0 closed the connection";
       pause();
       continue;
     }
+    conn.secure(
+        Session(session_key(config.secret, config.run, *snonce, cnonce), SessionRole::kNode));
     for (;;) {
       bool eof = false;
-      auto m = conn.receive(remaining(), &eof);
+      std::optional<Message> m;
+      try {
+        m = conn.receive(remaining(), &eof);
+      } catch (const LaunchError& e) {
+        last_error = std::string("node 0's answer to the auth: ") + e.what();
+        break;
+      }
       if (!m) {
         if (eof) {
           last_error = "node 0 closed the connection";
@@ -356,14 +481,7 @@ World join_rendezvous(const Config& config, const NodeInfo& self, Connection& co
       }
       if (m->type == "reject") fail("node 0 refused this node: " + m->get("reason"));
       if (m->type == "abort") fail("node 0 gave up the rendezvous: " + m->get("reason"));
-      if (m->type != "world") continue;
-      Message body = *m;
-      std::string mac = body.get("mac");
-      body.fields.pop_back();
-      if (!constant_time_equal(mac, world_mac(config.secret, snonce, cnonce, body))) {
-        fail("the world from node 0 failed authentication");
-      }
-      return parse_world(body);
+      if (m->type == "world") return parse_world(*m);
     }
     pause();
   }

@@ -4,25 +4,46 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <set>
 
 extern char** environ;
 
 namespace ktrain::launch {
 
+void withhold_from_environment() {
+  for (const char* name : kWithheldVariables) {
+    const size_t len = std::strlen(name);
+    std::vector<char*> entries;
+    for (char** e = environ; e && *e; ++e) {
+      if (std::strncmp(*e, name, len) == 0 && (*e)[len] == '=') entries.push_back(*e);
+    }
+    ::unsetenv(name);
+    // The text stays where the kernel put it (what /proc/PID/environ shows) or
+    // where setenv() copied it; unsetenv() only drops the pointers.
+    for (char* entry : entries) std::memset(entry, 0, std::strlen(entry));
+  }
+}
+
 std::vector<std::string> merge_environment(
     char** base, const std::vector<std::pair<std::string, std::string>>& overrides) {
   std::set<std::string> names;
   for (const auto& [k, v] : overrides) names.insert(k);
+  const std::set<std::string> withheld(std::begin(kWithheldVariables),
+                                       std::end(kWithheldVariables));
   std::vector<std::string> out;
   for (char** e = base; e && *e; ++e) {
     const char* eq = std::strchr(*e, '=');
     if (!eq) continue;
-    if (names.count(std::string(*e, static_cast<size_t>(eq - *e)))) continue;
+    std::string name(*e, static_cast<size_t>(eq - *e));
+    if (names.count(name) || withheld.count(name)) continue;
     out.emplace_back(*e);
   }
-  for (const auto& [k, v] : overrides) out.push_back(k + "=" + v);
+  for (const auto& [k, v] : overrides) {
+    if (!withheld.count(k)) out.push_back(k + "=" + v);
+  }
   return out;
 }
 

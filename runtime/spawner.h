@@ -33,7 +33,18 @@ class ProcessSpawner : public Spawner {
   pid_t spawn(const SpawnRequest& request) override;
 };
 
-/// Returns `base` ("NAME=value" strings) with `overrides` replacing or adding entries.
+/// Variables never passed on to a child, whatever the launcher's environment
+/// holds: the rendezvous secret is the launcher's alone (workers run the user's
+/// code, and the GPU helper needs no secret).
+inline constexpr const char* kWithheldVariables[] = {"KTRAIN_RDZV_SECRET"};
+
+/// Removes kWithheldVariables from this process's environment and wipes their
+/// original text, so that /proc/<launcher>/environ, which a worker can read, no
+/// longer shows them either. For after the configuration has been read.
+void withhold_from_environment();
+
+/// Returns `base` ("NAME=value" strings) with `overrides` replacing or adding
+/// entries, and without kWithheldVariables.
 std::vector<std::string> merge_environment(
     char** base, const std::vector<std::pair<std::string, std::string>>& overrides);
 

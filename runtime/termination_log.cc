@@ -7,6 +7,8 @@
 
 #include <cstring>
 
+#include "runtime/error.h"
+
 namespace ktrain::launch {
 
 bool write_termination_log(const std::string& path, const std::string& cause) {
@@ -15,7 +17,7 @@ bool write_termination_log(const std::string& path, const std::string& cause) {
   if (path != "/dev/termination-log") flags |= O_CREAT;
   int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) return false;
-  std::string line = cause + "\n";
+  std::string line = printable(cause) + "\n";
   bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   ::close(fd);
   return ok;

@@ -6,7 +6,8 @@
 
 namespace ktrain::launch {
 
-/// Writes `cause` and a newline to `path`, replacing its content. The default
+/// Writes `cause` (through printable(): it may quote a peer) and a newline to
+/// `path`, replacing its content. The default
 /// /dev/termination-log is only written when it exists (inside a container);
 /// another path is created. Returns false when the write failed.
 bool write_termination_log(const std::string& path, const std::string& cause);

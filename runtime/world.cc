@@ -121,10 +121,9 @@ World parse_world(const Message& m) {
   if (m.type != "world") fail("expected a 'world' message, got '" + m.type + "'");
   World w;
   w.run = m.get("run");
-  long nnodes = m.get_int("nnodes");
-  if (nnodes < 1 || nnodes > 100000) fail("bad node count");
+  long nnodes = m.get_int("nnodes", 1, kMaxNodes);
   w.master_addr = m.get("master_addr");
-  w.master_port = static_cast<int>(m.get_int("master_port"));
+  w.master_port = static_cast<int>(m.get_int("master_port", 1, 65535));
   w.nccl_id_hex = m.get("nccl_id");
   for (long r = 0; r < nnodes; ++r) {
     const std::string& v = m.get("node." + std::to_string(r));
@@ -133,10 +132,13 @@ World parse_world(const Message& m) {
     NodeInfo n;
     n.node_rank = static_cast<int>(r);
     n.nnodes = static_cast<int>(nnodes);
-    n.nproc = std::atoi(v.substr(0, a).c_str());
+    long nproc = 0;
+    if (!parse_decimal(std::string_view(v).substr(0, a), 1, kMaxProcsPerNode, nproc)) {
+      fail("bad process count in '" + v + "'");
+    }
+    n.nproc = static_cast<int>(nproc);
     n.framework = v.substr(a + 1, b - a - 1);
     n.addr = v.substr(b + 1);
-    if (n.nproc < 1) fail("bad process count in '" + v + "'");
     w.nodes.push_back(n);
   }
   return w;

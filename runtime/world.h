@@ -9,6 +9,11 @@
 
 namespace ktrain::launch {
 
+/// The most nodes a job may have, and processes a node may run (as the
+/// configuration allows them).
+inline constexpr int kMaxNodes = 100000;
+inline constexpr int kMaxProcsPerNode = 4096;
+
 /// What one node announces when it joins.
 struct NodeInfo {
   int node_rank = 0;

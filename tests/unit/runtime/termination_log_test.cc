@@ -29,3 +29,13 @@ TEST_CASE("termination log: the file holds exactly the last cause") {
   CHECK_FALSE(write_termination_log("/nonexistent-dir/x", "cause"));
   CHECK_FALSE(write_termination_log("", "cause"));
 }
+
+TEST_CASE("termination log: a cause quoting a peer is written with control characters escaped") {
+  std::string path = "/tmp/ktrain-termlog-esc-" + std::to_string(::getpid());
+  REQUIRE(write_termination_log(path, "node 0 gave up: \x1b[2J\rgone"));
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK(ss.str() == "node 0 gave up: \\x1b[2J\\x0dgone\n");
+  ::unlink(path.c_str());
+}

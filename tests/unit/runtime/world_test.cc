@@ -67,3 +67,22 @@ TEST_CASE("world: survives its message round trip") {
   bad.fields.pop_back();
   CHECK_THROWS_AS(parse_world(bad), LaunchError);
 }
+
+TEST_CASE("world: numbers that would wrap around an int are refused") {
+  World w = build_world("bert", 2, {node(0, 4, 2), node(1, 4, 2)}, 29500);
+  Message port = world_message(w);
+  for (auto& [k, v] : port.fields) {
+    if (k == "master_port") v = "4294997796";  // 29500 + 2^32
+  }
+  CHECK_THROWS_AS(parse_world(port), LaunchError);
+  Message nproc = world_message(w);
+  for (auto& [k, v] : nproc.fields) {
+    if (k == "node.1") v = "4294967297 pytorch 10.0.0.2";  // 1 + 2^32
+  }
+  CHECK_THROWS_AS(parse_world(nproc), LaunchError);
+  Message trailing = world_message(w);
+  for (auto& [k, v] : trailing.fields) {
+    if (k == "node.0") v = "4x pytorch 10.0.0.1";
+  }
+  CHECK_THROWS_AS(parse_world(trailing), LaunchError);
+}
