@@ -113,8 +113,10 @@ void sort_by_index(std::vector<SweepRun>& runs) {
 
 /// A run whose keeper vanished without finishing is reported as failed.
 void settle_orphaned(LocalRun& run) {
+  // A Pending run without a keeper pid is being started: its keeper writes the pid.
+  const bool starting = run.state == RunState::kPending && run.keeper_pid <= 0;
   if ((run.state == RunState::kRunning || run.state == RunState::kPending) && !run.queued &&
-      !process_alive(run.keeper_pid)) {
+      !starting && !process_alive(run.keeper_pid)) {
     run.state = RunState::kFailed;
     if (run.reason.empty()) run.reason = "the local run's keeper process is gone";
   }
@@ -224,12 +226,24 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
     }
     write_private_file(dir + "/secret", random_hex(32) + "\n");
     write_local_run(dir, run);
-    if (!run.queued) spawn_keeper(programs_.ktrain, dir);
+    if (!run.queued) start_keeper(dir, run);
     result.runs.push_back(run.name);
     result.objects.push_back("localrun/" + run.name);
     if (opts.progress) opts.progress(result.runs.size(), total);
   }
   return result;
+}
+
+void LocalBackend::start_keeper(const std::string& dir, LocalRun& run) {
+  try {
+    spawn_keeper(programs_.ktrain, dir);
+  } catch (const Error& e) {
+    // Recorded, so that the run does not stay Pending without a keeper.
+    run.state = RunState::kFailed;
+    run.reason = e.what();
+    write_local_run(dir, run);
+    throw;
+  }
 }
 
 std::vector<RunSummary> LocalBackend::list(const ListFilter& filter) {
@@ -546,8 +560,9 @@ bool LocalBackend::resume(const std::string& name) {
   run.reason.clear();
   run.first_failed = -1;
   run.node_status.clear();
+  run.keeper_pid = 0;  // the old keeper's pid would make it look orphaned
   write_local_run(dir, run);
-  spawn_keeper(programs_.ktrain, dir);
+  start_keeper(dir, run);
   return true;
 }
 

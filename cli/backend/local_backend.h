@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/local_run.h"
 #include "base/env.h"
 
 namespace ktrain::backend {
@@ -45,6 +46,8 @@ class LocalBackend : public Backend {
 
  private:
   std::string run_dir(const std::string& run) const;
+  /// Starts `run`'s keeper; when that fails, records the run as failed and rethrows.
+  void start_keeper(const std::string& dir, LocalRun& run);
 
   Env& env_;
   LocalPrograms programs_;

@@ -33,26 +33,33 @@ cpu_over_2s() {
 }
 
 # 1. No descriptor left at all (0, 1, 2 and the listening socket): every accept fails.
-PORT=$(free_port)
-common=(KTRAIN_NNODES=2 KTRAIN_MASTER_ADDR=127.0.0.1 KTRAIN_RDZV_PORT="$PORT"
-        KTRAIN_MASTER_PORT="$(free_port)" KTRAIN_RDZV_SECRET=s KTRAIN_NPROC_PER_NODE=1)
-LAUNCH="$WORK/limited" start_node node0 "${common[@]}" KTRAIN_NODE_RANK=0 KTRAIN_TEST_NOFILE=4 \
-  KTRAIN_RDZV_TIMEOUT=8 -- echo ran
-python3 "$PEER" idle "$PORT" 20 "$WORK" &
-idle=$!
-LAUNCH_PIDS+=("$idle")
-wait_for_file "$WORK/sent" 30
-sleep 0.5
-used=$(cpu_over_2s "$(cat "$WORK/node0.pid")")
-echo "node 0 used $used ticks ($TICKS a second) over 2 s with every accept failing"
-[ "$used" -lt $((TICKS / 2)) ] || fail "node 0 spins on a failing accept ($used ticks in 2 s)"
-touch "$WORK/release"
-wait "$idle"
-expect_status node0 76
-expect_termlog node0 "node 1 never arrived"
-n=$(grep -c "Too many open files" "$WORK/node0.err" || true)
-[ "$n" -le 2 ] || fail "node 0 logged the accept failure $n times"
-pass "a failing accept does not spin ($used ticks in 2 s) and is logged once"
+# Not under AddressSanitizer: its runtime checks memory through a pipe of its own,
+# which a process without a free descriptor cannot make (it then reports good objects
+# as bad), so this case says nothing about the launcher there.
+if ldd "$REAL" 2>/dev/null | grep -q libasan; then
+  echo "skip: no free descriptor at all, under AddressSanitizer (its runtime needs one)"
+else
+  PORT=$(free_port)
+  common=(KTRAIN_NNODES=2 KTRAIN_MASTER_ADDR=127.0.0.1 KTRAIN_RDZV_PORT="$PORT"
+          KTRAIN_MASTER_PORT="$(free_port)" KTRAIN_RDZV_SECRET=s KTRAIN_NPROC_PER_NODE=1)
+  LAUNCH="$WORK/limited" start_node node0 "${common[@]}" KTRAIN_NODE_RANK=0 KTRAIN_TEST_NOFILE=4 \
+    KTRAIN_RDZV_TIMEOUT=8 -- echo ran
+  python3 "$PEER" idle "$PORT" 20 "$WORK" &
+  idle=$!
+  LAUNCH_PIDS+=("$idle")
+  wait_for_file "$WORK/sent" 30
+  sleep 0.5
+  used=$(cpu_over_2s "$(cat "$WORK/node0.pid")")
+  echo "node 0 used $used ticks ($TICKS a second) over 2 s with every accept failing"
+  [ "$used" -lt $((TICKS / 2)) ] || fail "node 0 spins on a failing accept ($used ticks in 2 s)"
+  touch "$WORK/release"
+  wait "$idle"
+  expect_status node0 76
+  expect_termlog node0 "node 1 never arrived"
+  n=$(grep -c "Too many open files" "$WORK/node0.err" || true)
+  [ "$n" -le 2 ] || fail "node 0 logged the accept failure $n times"
+  pass "a failing accept does not spin ($used ticks in 2 s) and is logged once"
+fi
 
 # 2. Room for 8 connections, 50 unauthenticated ones queued: node 1 still joins.
 rm -f "$WORK/sent" "$WORK/release"

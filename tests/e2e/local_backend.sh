@@ -285,6 +285,7 @@ train:
     parallel: 2
 YAML
 expect_status 1 "$ktrain" submit --run-id a --wait
+cp "$work/err" "$work/submit-err"
 grep -q "3 runs of par-a wait for a place (train.sweep.parallel: 2)" "$work/err" || fail "submit: no word of the waiting runs: $(cat "$work/err")"
 grep -q "ktrain: started par-a-4 (0 still wait; at most 2 at once)" "$work/err" || fail "submit: the last run not started: $(cat "$work/err")"
 python3 - "$work/par/spans" <<'PY' || fail "sweep.parallel: $(cat "$work/par/spans")"
@@ -301,7 +302,7 @@ for _, d, _ in sorted(ev):
 assert peak <= 2, f"{peak} runs at once"
 PY
 expect_status 0 "$ktrain" status par-a
-grep -q "^Runs:       5 (4 Succeeded, 1 Failed)$" "$work/out" || fail "status SWEEP: $(cat "$work/out")"
+grep -q "^Runs:       5 (4 Succeeded, 1 Failed)$" "$work/out" || fail "status SWEEP: $(cat "$work/out") -- submit said: $(cat "$work/submit-err")"
 grep -Eq "^par-a-2  2  Failed     [0-9]+s +3$" "$work/out" || fail "status SWEEP row: $(cat "$work/out")"
 expect_status 0 "$ktrain" status par-a -o json
 python3 -c '
