@@ -36,7 +36,8 @@ cpu_over_2s() {
 # Not under AddressSanitizer: its runtime checks memory through a pipe of its own,
 # which a process without a free descriptor cannot make (it then reports good objects
 # as bad), so this case says nothing about the launcher there.
-if ldd "$REAL" 2>/dev/null | grep -q libasan; then
+libs=$(ldd "$REAL" 2>/dev/null || true)  # whole: grep -q would cut ldd off (pipefail)
+if grep -q libasan <<<"$libs"; then
   echo "skip: no free descriptor at all, under AddressSanitizer (its runtime needs one)"
 else
   PORT=$(free_port)
