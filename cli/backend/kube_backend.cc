@@ -772,19 +772,8 @@ std::vector<SweepRun> KubeBackend::sweep_runs(const std::string& sweep) {
   lo.label_selector = selector;
   lo.limit = 250;
   // As for list, but the annotations stay: they hold each run's combination.
-  lo.drop_keys = {"managedFields",
-                  "env",
-                  "envFrom",
-                  "command",
-                  "args",
-                  "volumeMounts",
-                  "volumes",
-                  "affinity",
-                  "tolerations",
-                  "podFailurePolicy",
-                  "securityContext",
-                  "nodeSelector",
-                  "uncountedTerminatedPods"};
+  lo.drop_keys = kSummaryDropKeys;
+  std::erase(lo.drop_keys, std::string("annotations"));
   std::vector<SweepRun> out;
   client_.list(
       kube::collection_path(kube::resource_type("batch/v1", "Job"), ns), lo, [&out](json& job) {
