@@ -832,9 +832,7 @@ std::vector<SweepRun> KubeBackend::sweep_runs(const std::string& sweep) {
     }
   }
   std::sort(out.begin(), out.end(), [](const SweepRun& a, const SweepRun& b) {
-    const auto& x = a.summary.name;
-    const auto& y = b.summary.name;
-    return x.size() != y.size() ? x.size() < y.size() : x < y;
+    return before_in_sweep(a.summary.name, b.summary.name);
   });
   return out;
 }

@@ -105,9 +105,7 @@ RunSummary summary_of(const LocalRun& run) {
 /// NAME-2 before NAME-10.
 void sort_by_index(std::vector<SweepRun>& runs) {
   std::sort(runs.begin(), runs.end(), [](const SweepRun& a, const SweepRun& b) {
-    const auto& x = a.summary.name;
-    const auto& y = b.summary.name;
-    return x.size() != y.size() ? x.size() < y.size() : x < y;
+    return before_in_sweep(a.summary.name, b.summary.name);
   });
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <ostream>
 
+#include "backend/run_id.h"
 #include "base/error.h"
 #include "base/progress.h"
 #include "cmd/run_common.h"
@@ -66,9 +67,7 @@ struct DeleteOptions {
       return exit_code::kFailed;
     }
     // NAME-2 before NAME-10.
-    std::sort(found.begin(), found.end(), [](const std::string& a, const std::string& b) {
-      return a.size() != b.size() ? a.size() < b.size() : a < b;
-    });
+    std::sort(found.begin(), found.end(), backend::before_in_sweep);
     int status = exit_code::kOk;
     // The "deleted" lines show how far it is; when they go to a file or a pipe and
     // stderr is a terminal, a live count there too.

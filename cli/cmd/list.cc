@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/run_id.h"
 #include "base/error.h"
 #include "base/selector.h"
 #include "base/timefmt.h"
@@ -53,7 +54,7 @@ std::vector<backend::RunSummary> grouped(std::vector<backend::RunSummary> runs) 
     }
     auto& group = sweeps[key];
     std::sort(group.begin(), group.end(), [](const auto& a, const auto& b) {
-      return a.name.size() != b.name.size() ? a.name.size() < b.name.size() : a.name < b.name;
+      return backend::before_in_sweep(a.name, b.name);
     });
     for (auto& r : group) out.push_back(std::move(r));
   }

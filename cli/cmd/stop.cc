@@ -4,6 +4,7 @@
 #include <memory>
 #include <ostream>
 
+#include "backend/run_id.h"
 #include "base/error.h"
 #include "cmd/run_common.h"
 
@@ -90,9 +91,7 @@ struct StopOptions {
       return exit_code::kFailed;
     }
     // NAME-2 before NAME-10.
-    std::sort(found.begin(), found.end(), [](const std::string& a, const std::string& b) {
-      return a.size() != b.size() ? a.size() < b.size() : a < b;
-    });
+    std::sort(found.begin(), found.end(), backend::before_in_sweep);
     int status = exit_code::kOk;
     for (const auto& name : found) status = std::max(status, change(env, *be, name));
     return status;
