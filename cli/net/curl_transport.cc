@@ -58,7 +58,7 @@ struct CurlLib {
 /// Loads libcurl (once) and calls curl_global_init; throws Error when it cannot.
 const CurlLib& load_curl() {
   return load_library_once<CurlLib>(
-      "libcurl.so.4", "install libcurl4 (Debian/Ubuntu) or libcurl (Fedora), 7.68 or newer",
+      "libcurl.so.4", "install libcurl4 (Debian/Ubuntu) or libcurl (Fedora), 7.77 or newer",
       [](DynamicLibrary& dl, CurlLib& l) {
         dl.bind(l.global_init, "curl_global_init");
         dl.bind(l.easy_init, "curl_easy_init");
@@ -149,6 +149,30 @@ TransportFailure classify(CURLcode code) {
   }
 }
 
+/// The schemes a transfer may use, and those a redirect may go to ("http,https").
+/// CURLOPT_PROTOCOLS_STR came with libcurl 7.85; older ones take the bit masks.
+void set_protocols(CURL* e, const char* allowed, const char* redirects) {
+  if (lib().easy_setopt(e, CURLOPT_PROTOCOLS_STR, allowed) == CURLE_OK &&
+      lib().easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, redirects) == CURLE_OK) {
+    return;
+  }
+  auto mask = [](std::string_view list) {
+    long m = 0;
+    while (!list.empty()) {
+      const std::string_view name = list.substr(0, list.find(','));
+      if (name == "http") m |= CURLPROTO_HTTP;
+      if (name == "https") m |= CURLPROTO_HTTPS;
+      list.remove_prefix(std::min(list.size(), name.size() + 1));
+    }
+    return m;
+  };
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  lib().easy_setopt(e, CURLOPT_PROTOCOLS, mask(allowed));
+  lib().easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, mask(redirects));
+#pragma GCC diagnostic pop
+}
+
 /// Splits a URL into scheme, authority (host[:port]) and the rest.
 struct UrlParts {
   std::string scheme, host, port, rest;
@@ -187,8 +211,9 @@ struct Transfer {
   std::uint64_t read_offset = 0;
   bool headers_delivered = false;
   bool aborted = false;
-  bool too_large = false;   ///< the body passed Request::max_body_bytes
-  bool short_body = false;  ///< body_reader ended before body_length
+  bool too_large = false;         ///< the body passed Request::max_body_bytes
+  bool short_body = false;        ///< body_reader ended before body_length
+  bool refused_redirect = false;  ///< a redirect to a scheme not allowed (set_protocols)
   bool in_flight = false;
   bool done = false;  ///< finished (lean streams: set by the loop thread, under its mutex)
   std::array<char, CURL_ERROR_SIZE> errbuf{};
@@ -408,6 +433,11 @@ struct CurlTransport::Impl {
     lib().easy_setopt(e, CURLOPT_PRIVATE, &t);
     lib().easy_setopt(e, CURLOPT_FOLLOWLOCATION, r.follow_redirects ? 1L : 0L);
     lib().easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+    // Only HTTP(S), and a redirect never goes from HTTPS to plain HTTP (or to file:,
+    // ftp:, ...). libcurl keeps the Authorization header off a redirect to another host,
+    // port or scheme; said here rather than left to its default.
+    set_protocols(e, "http,https", split_url(r.url).scheme == "http" ? "http,https" : "https");
+    lib().easy_setopt(e, CURLOPT_UNRESTRICTED_AUTH, 0L);
     // The *_proxy variables are not used implicitly: "" disables them.
     lib().easy_setopt(e, CURLOPT_PROXY, r.proxy.c_str());
 
@@ -537,11 +567,18 @@ struct CurlTransport::Impl {
       }
     }
     if (t.aborted || t.too_large) code = CURLE_WRITE_ERROR;
+    if (code == CURLE_UNSUPPORTED_PROTOCOL) t.refused_redirect = t.req->follow_redirects;
     t.resp.failure = t.too_large ? TransportFailure::kTooLarge : classify(code);
     if (code != CURLE_OK) {
       t.resp.failure_message =
           t.errbuf[0] ? std::string(t.errbuf.data()) : lib().easy_strerror(code);
       if (t.aborted) t.resp.failure_message = "stopped by the receiver";
+      if (t.refused_redirect) {
+        t.resp.failure = TransportFailure::kRedirect;
+        t.resp.failure_message =
+            "redirected to a URL that is not " +
+            std::string(split_url(t.url).scheme == "http" ? "HTTP or HTTPS" : "HTTPS");
+      }
       if (t.too_large) {
         t.resp.failure_message = "more than " + size_text(t.req->max_body_bytes);
         std::string().swap(t.resp.body);

@@ -78,6 +78,8 @@ std::string describe_failure(const Response& resp, const std::string& url) {
       return "the answer from " + host + " is too large to read whole" + detail;
     case TransportFailure::kNotSent:
       return "the request to " + host + " was not sent" + detail;
+    case TransportFailure::kRedirect:
+      return host + " " + resp.failure_message + ", which ktrain does not follow";
     case TransportFailure::kOther:
       break;
   }

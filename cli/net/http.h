@@ -98,6 +98,7 @@ enum class TransportFailure {
   kAborted,   ///< on_data returned false
   kTooLarge,  ///< the answer's body is longer than Request::max_body_bytes
   kNotSent,   ///< the request cannot be sent as it is (a header with CR, LF or NUL)
+  kRedirect,  ///< a redirect to a scheme not followed (HTTPS to HTTP, file:, ...)
   kOther,
 };
 
@@ -158,8 +159,10 @@ const char* reason_phrase(int status);
 class TransportError : public Error {
  public:
   TransportError(const std::string& message, TransportFailure failure)
-      : Error(message, failure == TransportFailure::kTooLarge ? exit_code::kFailed
-                                                              : exit_code::kUnreachable),
+      : Error(message,
+              failure == TransportFailure::kTooLarge || failure == TransportFailure::kRedirect
+                  ? exit_code::kFailed  // the server answered, wrongly
+                  : exit_code::kUnreachable),
         failure_(failure) {}
   TransportFailure failure() const { return failure_; }
 

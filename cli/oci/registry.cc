@@ -176,6 +176,22 @@ std::string RegistryClient::authorize(const std::string& challenge, const Repo& 
   }
   if (scheme != "bearer" || params["realm"].empty()) return "";
   std::string url = params["realm"];
+  const std::string realm_scheme = lower(url.substr(0, url.find("://")));
+  if (url.find("://") == std::string::npos || (realm_scheme != "https" && realm_scheme != "http")) {
+    throw Error("the registry " + repo.registry + " names a token service at " +
+                    net::redact_url(url) + ", which is not an http(s) URL",
+                exit_code::kUnreachable);
+  }
+  // Credentials go to a token service over HTTPS only, unless the registry itself is
+  // spoken to in plain HTTP (localhost, or --insecure-registry).
+  if (realm_scheme != "https" && !creds.anonymous() &&
+      base_url(repo.registry).rfind("http://", 0) != 0) {
+    throw Error("not sending the credentials from " + creds.source + " for " + repo.registry +
+                    " to the token service at " + net::redact_url(url) +
+                    ": it is plain HTTP, not HTTPS (--insecure-registry " + repo.registry +
+                    " allows it)",
+                exit_code::kUnreachable);
+  }
   std::vector<std::string> q;
   if (!params["service"].empty()) q.push_back("service=" + url_escape(params["service"]));
   q.push_back("scope=" +
@@ -200,6 +216,7 @@ std::string RegistryClient::authorize(const std::string& challenge, const Repo& 
           {"Authorization", "Basic " + base64_encode(creds.username + ":" + creds.password)}};
     }
   }
+  tr.max_body_bytes = std::size_t{1} << 20;  // a token answer is a few KiB
   net::Response r = transport_.perform(tr);
   net::throw_if_failed(r, tr.url);
   const std::string realm = net::redact_url(params["realm"]);
@@ -313,6 +330,7 @@ ManifestBytes RegistryClient::get_manifest(const ImageRef& ref, const std::strin
     net::Request req;
     req.url = base + "/v2/" + ref.repository + "/manifests/" + reference;
     req.headers = {{"Accept", kManifestAccept}};
+    req.max_body_bytes = kMaxManifestBytes;
     net::Response r = send(req, repo, false);
     if (r.status == 404) {
       throw Error(doing + ": the image does not exist in " + ref.registry + " (" +
@@ -381,9 +399,18 @@ ManifestBytes RegistryClient::get_manifest(const ImageRef& ref, const std::strin
 
 std::string RegistryClient::get_blob(const Repo& repo, const std::string& digest,
                                      std::int64_t size) {
+  const std::string too_big = "the blob " + digest + " of " + repo.str() + " is larger than the " +
+                              std::to_string(kMaxSmallBlobBytes >> 20) +
+                              " MiB that ktrain reads of an image config";
+  if (size > static_cast<std::int64_t>(kMaxSmallBlobBytes)) throw Error(too_big);
   std::string out;
   download_blob(
-      repo, digest, [&](std::string_view d) { out.append(d); }, size);
+      repo, digest,
+      [&](std::string_view d) {
+        if (out.size() + d.size() > kMaxSmallBlobBytes) throw Error(too_big);
+        out.append(d);
+      },
+      size);
   return out;
 }
 

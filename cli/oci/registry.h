@@ -59,7 +59,12 @@ class RegistryClient {
   /// the image does not exist, no manifest matches the platform, a digest is not a
   /// sha256 digest, or the bytes do not match.
   ManifestBytes get_manifest(const ImageRef& ref, const std::string& platform);
-  /// A whole (small) blob, verified against its digest and, when `size` >= 0, its size.
+  /// The longest manifest or index read (as containerd's limit): 4 MiB.
+  static constexpr std::size_t kMaxManifestBytes = std::size_t{4} << 20;
+  /// The longest blob get_blob reads whole (an image config): 16 MiB.
+  static constexpr std::size_t kMaxSmallBlobBytes = std::size_t{16} << 20;
+  /// A whole (small) blob, verified against its digest and, when `size` >= 0, its size;
+  /// at most kMaxSmallBlobBytes (else Error, before or while it is fetched).
   std::string get_blob(const Repo& repo, const std::string& digest, std::int64_t size = -1);
   /// Streams a blob into `sink`, then verifies its digest; with `size` >= 0 the
   /// download stops when more than `size` bytes come, and fewer are an error. Throws

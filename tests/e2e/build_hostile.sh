@@ -2,7 +2,8 @@
 # ktrain build against a registry that lies (tests/fixtures/registry/hostile_registry.py):
 # a layer digest that climbs out of the build folders, one with an absolute path, a
 # sha512 digest, a pinned index whose platform manifest is not the one it names, a
-# config and a layer whose bytes do not match. Each is refused with exit status 1 and a
+# config and a layer whose bytes do not match, a 5 MiB manifest, a config said to be
+# 64 MiB, a layer redirected to file://. Each is refused with exit status 1 and a
 # message that names the digest; no file appears outside the intended folders, and
 # nothing is left in an OCI layout's blobs/sha256.
 set -euo pipefail
@@ -105,4 +106,14 @@ refused "a forged layer, --oci-layout" badlayer:1 \
 layout_clean "a forged layer"
 [ ! -e "$work/layout/blobs/sha256/${badlayer_digest#sha256:}" ] ||
   fail "the forged layer was kept in the OCI layout"
+# Answers without bounds: a manifest over 4 MiB, a config said to be 64 MiB, and a
+# layer's download redirected to a local file.
+refused "a 5 MiB manifest" huge:1 \
+  "pulling the manifest of $reg/huge:1: the answer from $reg is too large to read whole (more than 4 MiB)"
+refused "a 64 MiB config" bigconfig:1 "is larger than the 16 MiB that ktrain reads of an image config"
+refused "a layer redirected to file://" redirect:1 \
+  "redirected to a URL that is not HTTP or HTTPS, which ktrain does not follow" \
+  --oci-layout "$work/layout"
+grep -qF "$redirect_digest" "$work/err" || fail "the redirected layer is not named: $(cat "$work/err")"
+layout_clean "a layer redirected to file://"
 echo "PASS"

@@ -353,3 +353,83 @@ TEST_CASE("curl: a header with CR, LF or NUL is not sent; it does not become two
   CHECK(out[2].body == "Bearer also-good");
   CHECK(cs.requests == 2);
 }
+
+TEST_CASE("curl: redirects stay on HTTP(S), never go down to HTTP, and lose credentials") {
+  // Where redirects lead: another port is another origin, as another host would be.
+  httplib::Server other;
+  routes(other);
+  Running<httplib::Server> to(other);
+  httplib::Server s;
+  routes(s);
+  s.Get(R"(/go/(.*))", [&](const httplib::Request& req, httplib::Response& res) {
+    const std::string where = req.matches[1].str();
+    res.status = 307;
+    if (where == "same") res.set_header("Location", "/auth");
+    if (where == "other") res.set_header("Location", to.url("http", "/auth"));
+    if (where == "file") res.set_header("Location", "file:///etc/passwd");
+    if (where == "ftp") res.set_header("Location", "ftp://127.0.0.1/x");
+  });
+  Running<httplib::Server> srv(s);
+  CurlTransport t;
+  Request r;
+  r.follow_redirects = true;
+  r.headers = {{"Authorization", "Bearer s3cr3t"}};
+
+  r.url = srv.url("http", "/go/same");
+  Response same = t.perform(r);
+  CHECK(same.status == 200);
+  CHECK(same.body == "Bearer s3cr3t");  // the same origin keeps them
+
+  r.url = srv.url("http", "/go/other");
+  Response moved = t.perform(r);
+  CHECK(moved.status == 200);
+  CHECK(moved.body.empty());  // the other origin saw no Authorization
+
+  for (const char* where : {"file", "ftp"}) {
+    CAPTURE(where);
+    r.url = srv.url("http", std::string("/go/") + where);
+    Response refused = t.perform(r);
+    CHECK(refused.failure == TransportFailure::kRedirect);
+    CHECK(refused.status == 0);
+    CHECK(describe_failure(refused, r.url) ==
+          "127.0.0.1:" + std::to_string(srv.port) +
+              " redirected to a URL that is not HTTP or HTTPS, which ktrain does not follow");
+    try {
+      throw_if_failed(refused, r.url);
+      FAIL("expected an error");
+    } catch (const TransportError& e) {
+      CHECK(e.exit_status() == 1);  // the server answered, wrongly
+    }
+  }
+
+  // From HTTPS, a redirect to plain HTTP is refused.
+  Cert cert("IP:127.0.0.1");
+  httplib::SSLServer tls(cert.cert().c_str(), cert.key().c_str());
+  REQUIRE(tls.is_valid());
+  tls.Get("/down", [&](const httplib::Request&, httplib::Response& res) {
+    res.status = 302;
+    res.set_header("Location", to.url("http", "/auth"));
+  });
+  tls.Get("/hello", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("hello world", "text/plain");
+  });
+  tls.Get("/up", [&](const httplib::Request&, httplib::Response& res) {
+    res.status = 302;
+    res.set_header("Location", "/hello");
+  });
+  Running<httplib::SSLServer> secure(tls);
+  r.tls.ca_pem = cert.pem;
+  r.url = secure.url("https", "/up");
+  CHECK(t.perform(r).body == "hello world");  // HTTPS to HTTPS is followed
+  r.url = secure.url("https", "/down");
+  Response down = t.perform(r);
+  CHECK(down.status == 0);
+  CHECK(describe_failure(down, r.url).find("redirected to a URL that is not HTTPS") !=
+        std::string::npos);
+
+  // Without follow_redirects the redirect itself is the answer.
+  r.follow_redirects = false;
+  r.tls = {};
+  r.url = srv.url("http", "/go/file");
+  CHECK(t.perform(r).status == 307);
+}

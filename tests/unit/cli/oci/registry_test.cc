@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "../net/scripted_transport.h"
+#include "base/image_ref.h"
 #include "oci/digest.h"
 
 using namespace ktrain;
@@ -125,6 +126,74 @@ X-Injected: 1"})")}) {
     }
     CHECK(t.seen.size() == 2);  // nothing sent with a token
   }
+}
+
+TEST_CASE("registry: credentials go to a token service over HTTPS only") {
+  const std::string digest = "sha256:" + std::string(64, 'a');
+  auto challenge = [](const std::string& realm) {
+    return canned(401, "", {{"WWW-Authenticate", "Bearer realm=\"" + realm + "\""}});
+  };
+  FixedCredentials creds;
+  creds.c = {"alice", "pw", "", "~/.docker/config.json"};
+
+  SUBCASE("a plain HTTP realm of an HTTPS registry: refused, nothing sent") {
+    ScriptedTransport t;
+    t.script = {challenge("http://auth.test/token")};
+    RegistryClient c(t, creds);
+    try {
+      c.blob_exists({"reg.test", "team/app"}, digest);
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()) ==
+            "not sending the credentials from ~/.docker/config.json for reg.test to the token "
+            "service at http://auth.test/token: it is plain HTTP, not HTTPS "
+            "(--insecure-registry reg.test allows it)");
+      CHECK(e.exit_status() == exit_code::kUnreachable);
+    }
+    CHECK(t.seen.size() == 1);
+  }
+  SUBCASE("anonymous: a plain HTTP realm gets no credentials, so it may be asked") {
+    ScriptedTransport t;
+    FixedCredentials none;
+    t.script = {challenge("http://auth.test/token"), canned(200, R"({"token":"T"})"), canned(200)};
+    RegistryClient c(t, none);
+    CHECK(c.blob_exists({"reg.test", "team/app"}, digest));
+    REQUIRE(t.seen.size() == 3);
+    CHECK(header(t.seen[1], "Authorization").empty());
+  }
+  SUBCASE("a registry given as insecure may use a plain HTTP realm") {
+    ScriptedTransport t;
+    t.script = {challenge("http://auth.lan/token"), canned(200, R"({"token":"T"})"), canned(200)};
+    RegistryClient c(t, creds, {{"reg.lan:5000"}, 0});
+    CHECK(c.blob_exists({"reg.lan:5000", "team/app"}, digest));
+    REQUIRE(t.seen.size() == 3);
+    CHECK(header(t.seen[1], "Authorization") == "Basic YWxpY2U6cHc=");
+  }
+  SUBCASE("a realm that is not http(s) is refused, credentials or not") {
+    for (const char* realm : {"file:///etc/passwd", "ftp://auth.test/token", "auth.test/token"}) {
+      CAPTURE(realm);
+      ScriptedTransport t;
+      FixedCredentials none;
+      t.script = {challenge(realm)};
+      RegistryClient c(t, none);
+      CHECK_THROWS_WITH_AS(c.blob_exists({"reg.test", "team/app"}, digest),
+                           doctest::Contains("which is not an http(s) URL"), Error);
+      CHECK(t.seen.size() == 1);
+    }
+  }
+}
+
+TEST_CASE("registry: manifests and token answers are read with a size limit") {
+  ScriptedTransport t;
+  FixedCredentials creds;
+  t.script = {canned(401, "", {{"WWW-Authenticate", R"(Bearer realm="https://auth.test/t")"}}),
+              canned(200, R"({"token":"T"})"), canned(404)};
+  RegistryClient c(t, creds);
+  CHECK_THROWS_AS(c.get_manifest(parse_image_ref("reg.test/team/app:1"), "linux/amd64"), Error);
+  REQUIRE(t.seen.size() == 3);
+  CHECK(t.seen[0].max_body_bytes == RegistryClient::kMaxManifestBytes);
+  CHECK(t.seen[1].max_body_bytes == std::size_t{1} << 20);
+  CHECK(RegistryClient::kMaxManifestBytes == std::size_t{4} << 20);
 }
 
 TEST_CASE("registry: an index resolves to the requested platform") {
