@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "runtime/cuda_version.h"
 #include "runtime/error.h"
 
 extern char** environ;
@@ -230,6 +231,9 @@ Config parse_config(const std::vector<std::string>& args, const Env& env) {
   if (auto* v = lookup(env, "KTRAIN_POD_IP")) c.pod_ip = *v;
   if (auto* v = lookup(env, "KTRAIN_TERMINATION_LOG")) c.termination_log = *v;
   if (auto* v = lookup(env, "KTRAIN_GPUCHECK")) c.gpucheck_path = *v;
+  // Read again, with CUDA_VERSION and the image's libraries, when GPUs are used
+  // (find_cuda_need); a bad value is a configuration error for every job.
+  if (auto* v = lookup(env, "KTRAIN_CUDA_VERSION")) parse_cuda_setting("KTRAIN_CUDA_VERSION", *v);
   if (auto* v = lookup(env, "KTRAIN_MIN_BUSBW")) {
     c.min_busbw_gbps = parse_seconds(*v, "KTRAIN_MIN_BUSBW", true);
   }
@@ -302,12 +306,16 @@ other variables:
   KTRAIN_MIN_BUSBW        minimum all-reduce busbw in GB/s for the full preflight
   KTRAIN_TERMINATION_LOG  where the one-line cause goes (/dev/termination-log)
   KTRAIN_GPUCHECK         the GPU helper (default: ktrain-gpucheck next to the launcher)
+  KTRAIN_CUDA_VERSION     the CUDA version the image needs (e.g. 12.1); else CUDA_VERSION,
+                          else the newest libcudart.so.* found; a driver too old for it: 79
+  KTRAIN_NODE_NAME        the Kubernetes node's name, for messages (default: the host name)
   JOB_COMPLETION_INDEX    node rank when KTRAIN_NODE_RANK is not set
   KTRAIN_PARAM_<NAME>     sweep parameters, passed to workers unchanged
 
 exit status: the failing worker's own status (128+signal when killed), 0 on
 success, 75 stopped because a peer failed, 76 rendezvous failed, 77 GPU/NCCL
-preflight failed, 78 configuration error; 128+signal when stopped by a signal.
+preflight failed, 78 configuration error, 79 the node's NVIDIA driver is too old
+for the image's CUDA; 128+signal when stopped by a signal.
 )";
 }
 

@@ -15,6 +15,7 @@ inline constexpr int kPeerFailed = 75;  ///< stopped because another worker or n
 inline constexpr int kRendezvous = 76;  ///< rendezvous failed: timeout, refused secret, bad world
 inline constexpr int kPreflight = 77;   ///< GPU/NCCL preflight failed, or GPUs asked for but absent
 inline constexpr int kConfig = 78;      ///< bad or missing configuration, no command
+inline constexpr int kCudaDriver = 79;  ///< the node's driver is too old for the image's CUDA
 }  // namespace exit_status
 
 /// An error with a one-line human message and the launcher exit status it maps to.

@@ -3,7 +3,8 @@
 // process, the dynamically linked helper `ktrain-gpucheck` (runtime/gpucheck/),
 // so that a crashing driver cannot take PID 1 down and the launcher itself can
 // stay static. The helper prints one fact per line: "info TEXT", "count N",
-// "nccl_id HEX", "error TEXT"; it exits 0 when the check passed, 77 otherwise.
+// "driver_cuda N" (cuDriverGetVersion, e.g. 12040), "nccl_id HEX", "error TEXT";
+// it exits 0 when the check passed, 77 otherwise.
 
 #include <functional>
 #include <map>

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <climits>
 #include <memory>
 
+#include "runtime/cuda_version.h"
 #include "runtime/error.h"
 #include "runtime/framework_env.h"
 #include "runtime/gpu.h"
@@ -28,8 +30,47 @@ struct GpuPlan {
   throw LaunchError(exit_status::kPreflight, m);
 }
 
+using Env = std::map<std::string, std::string>;
+
+// "node NAME" from KTRAIN_NODE_NAME (the Job sets it from spec.nodeName), else
+// "host NAME" from the host name (in a pod, the pod's).
+std::string node_label(const Env& env) {
+  if (auto it = env.find("KTRAIN_NODE_NAME"); it != env.end() && !it->second.empty()) {
+    return "node " + it->second;
+  }
+  char host[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "this node";
+  return std::string("host ") + host;
+}
+
+// Refuses (exit 79) when the driver that `count` reported is older than the CUDA
+// the image needs. Skipped, with a log line, when either is unknown.
+void check_cuda_driver(const HelperResult& count, const Env& env) {
+  auto fact = count.facts.find("driver_cuda");
+  auto driver = fact == count.facts.end() ? std::nullopt : parse_driver_cuda(fact->second);
+  if (!driver) {
+    log_line("CUDA version check skipped: the GPU helper did not report the driver's CUDA version");
+    return;
+  }
+  CudaNeed need = find_cuda_need(env, cudart_search_dirs(env));
+  for (const auto& w : need.warnings) log_line(w);
+  const std::string supports = driver_cuda_version(*driver).text();
+  if (!need.version) {
+    log_line("CUDA version check skipped: the driver supports CUDA " + supports +
+             "; the image's CUDA version is unknown (no KTRAIN_CUDA_VERSION, CUDA_VERSION or "
+             "libcudart.so.*)");
+    return;
+  }
+  if (!driver_runs(*driver, *need.version)) {
+    throw LaunchError(exit_status::kCudaDriver,
+                      driver_too_old_message(node_label(env), *driver, need));
+  }
+  log_line("the driver supports CUDA " + supports + ", the image needs CUDA " +
+           need.version->text() + " (" + need.source + ")");
+}
+
 // Counts the GPUs and, for quick/full, checks each one; decides the process count.
-GpuPlan plan_gpus(const Config& c) {
+GpuPlan plan_gpus(const Config& c, const Env& env) {
   GpuPlan plan;
   plan.helper = find_gpucheck(c);
   const bool tf = c.framework == Framework::kTensorflow;
@@ -50,7 +91,7 @@ GpuPlan plan_gpus(const Config& c) {
       log_line(
           "GPU checks unavailable (no usable ktrain-gpucheck next to the launcher): "
           "assuming " +
-          std::to_string(c.gpus) + " GPUs");
+          std::to_string(c.gpus) + " GPUs; CUDA version check skipped");
     } else {
       if (r.status != 0) {
         preflight_error("KTRAIN_GPUS=" + std::to_string(c.gpus) + " but " + r.error);
@@ -61,12 +102,14 @@ GpuPlan plan_gpus(const Config& c) {
                         std::to_string(found) + " GPU" + (found == 1 ? " is" : "s are") +
                         " visible on this node");
       }
+      check_cuda_driver(r, env);
     }
   } else if (!c.gpus_given && c.nproc_per_node == 0 && nvidia_device_present() &&
              !plan.helper.empty()) {
     HelperResult r = run_gpucheck(plan.helper, {"count"}, kCountTimeoutS, nullptr);
     gpus = r.status == 0 ? std::atoi(r.facts["count"].c_str()) : 0;
     if (r.unavailable) plan.helper.clear();
+    if (gpus > 0) check_cuda_driver(r, env);
   }
   plan.gpus = gpus;
   plan.nproc = c.nproc_per_node > 0 ? c.nproc_per_node : (gpus > 0 && !tf ? gpus : 1);
@@ -104,7 +147,7 @@ int run_launcher(const Config& c, const std::map<std::string, std::string>& env)
   std::unique_ptr<RendezvousServer> server;
   Connection to_node0;
   try {
-    GpuPlan plan = plan_gpus(c);
+    GpuPlan plan = plan_gpus(c, env);
     const bool full = c.preflight == Preflight::kFull && plan.gpus > 0 && !plan.helper.empty();
 
     NodeInfo self;

@@ -75,10 +75,12 @@ int check_count() {
   CUresult r = cu.DeviceGetCount(&n);
   if (r != CUDA_SUCCESS) return fail(cu.describe("cuDeviceGetCount", r));
   int version = 0;
-  cu.DriverGetVersion(&version);
+  const bool have_version = cu.DriverGetVersion(&version) == CUDA_SUCCESS && version > 0;
   say("info", "driver CUDA " + std::to_string(version / 1000) + "." +
                   std::to_string(version % 1000 / 10) + ", " + std::to_string(n) + " GPU(s)");
   say("count", std::to_string(n));
+  // For the launcher's check of the image's CUDA version (runtime/cuda_version.h).
+  if (have_version) say("driver_cuda", std::to_string(version));
   return 0;
 }
 

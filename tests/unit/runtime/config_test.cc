@@ -124,6 +124,10 @@ TEST_CASE("config: problems are errors (78) that name the flag or variable") {
         std::string::npos);
   CHECK(error_of({"--master-port", "29400", "--", "x"}, env).find("must differ") !=
         std::string::npos);
+  // Even for a job without GPUs, where nothing else reads it.
+  CHECK(error_of({"--", "x"}, {{"KTRAIN_CUDA_VERSION", "cu121"}}) ==
+        "KTRAIN_CUDA_VERSION: 'cu121' is not a CUDA version (expected MAJOR.MINOR, e.g. 12.1 or "
+        "12.1.0)");
 }
 
 TEST_CASE("config: --help lists every variable and flag") {
@@ -147,6 +151,8 @@ TEST_CASE("config: --help lists every variable and flag") {
                         "KTRAIN_MIN_BUSBW",
                         "KTRAIN_TERMINATION_LOG",
                         "KTRAIN_GPUCHECK",
+                        "KTRAIN_CUDA_VERSION",
+                        "KTRAIN_NODE_NAME",
                         "--nnodes",
                         "--node-rank",
                         "--nproc-per-node",
