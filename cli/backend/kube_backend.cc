@@ -856,7 +856,22 @@ RunStatus KubeBackend::describe(const std::string& ns, const std::string& run, c
                    }
                  });
   }
-  RunStatus st = kube::describe_run(job, pods, events);
+  // A pod that no node's driver may run (its CUDA version's node affinity): the nodes'
+  // labels say which drivers there are. Users who may not list nodes go without.
+  std::vector<json> nodes;
+  if (std::any_of(pods.begin(), pods.end(), kube::waits_for_cuda_node)) {
+    try {
+      kube::ListOptions no;
+      no.limit = 500;
+      no.drop_keys = {"managedFields", "images", "conditions", "volumesAttached", "volumesInUse"};
+      client_.list(kube::collection_path(kube::resource_type("v1", "Node"), ""), no,
+                   [&nodes](json& n) { nodes.push_back(std::move(n)); });
+    } catch (const kube::ApiError& e) {
+      if (e.http_status() != 403) throw;
+      nodes.clear();
+    }
+  }
+  RunStatus st = kube::describe_run(job, pods, events, std::chrono::system_clock::now(), nodes);
 
   if (auto first = first_failure(pods)) st.first_failed = first->first;
   return st;

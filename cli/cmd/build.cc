@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 
+#include "base/cuda.h"
 #include "base/error.h"
 #include "base/image_ref.h"
 #include "base/progress.h"
@@ -21,6 +22,7 @@
 #include "oci/layer.h"
 #include "oci/layout.h"
 #include "oci/registry.h"
+#include "render/render.h"
 
 namespace ktrain::cmd {
 
@@ -179,6 +181,67 @@ struct RegistryStack {
     return ro;
   }
 };
+
+}  // namespace
+
+std::optional<ImageCuda> inspect_image_cuda(Env& env, const std::string& image,
+                                            const std::vector<std::string>& insecure_registries,
+                                            const std::string& platform) {
+  const ImageRef ref = parse_image_ref(image);
+  net::CurlTransport curl;
+  std::unique_ptr<net::LoggingTransport> logging =
+      env.global.verbose > 0
+          ? std::make_unique<net::LoggingTransport>(curl, *env.err, *env.clock, env.global.verbose)
+          : nullptr;
+  oci::DockerConfigCredentials creds(env, oci::real_helper_runner(env));
+  oci::RegistryOptions ro;
+  ro.insecure_hosts = insecure_registries;
+  oci::RegistryClient client(logging ? static_cast<net::HttpTransport&>(*logging) : curl, creds,
+                             ro);
+  return with_context("reading the config of " + ref.str(), [&] {
+    const oci::ManifestBytes m = client.get_manifest(ref, platform);
+    const oci::Descriptor cfg = oci::manifest_config(m.bytes);
+    const std::string config = client.get_blob({ref.registry, ref.repository}, cfg.digest,
+                                               static_cast<std::int64_t>(cfg.size));
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(config);
+    } catch (const nlohmann::json::exception&) {
+      throw Error("the image config is not JSON");
+    }
+    return j.is_object() && j.contains("config") ? image_cuda(j["config"]) : std::nullopt;
+  });
+}
+
+void fill_cuda_from_image(Env& env, project::Project& project,
+                          const std::vector<std::string>& insecure_registries) {
+  const bool train = project.train && project.train->gpus > 0 && project.train->cuda.empty();
+  const bool serve = project.serve && project.serve->gpus > 0 && project.serve->cuda.empty();
+  if (!train && !serve) return;
+  auto note = [&env](const std::string& m) {
+    if (env.global.verbose > 0) *env.err << "ktrain: " << m << "\n";
+  };
+  std::string image;
+  try {
+    image = render::image_to_run(project, {});
+    auto need = inspect_image_cuda(env, image, insecure_registries);
+    if (!need) {
+      note(image + " does not say which CUDA version it needs (no label " + kImageCudaLabel +
+           ", CUDA_VERSION or NVIDIA_REQUIRE_CUDA): set train.cuda to keep its pods off "
+           "nodes whose driver is too old");
+      return;
+    }
+    note("CUDA " + need->version.str() + " (from " + image + "'s " + need->source +
+         "): pods go only to nodes whose driver runs it");
+    if (train) project.train->cuda = need->version.str();
+    if (serve) project.serve->cuda = need->version.str();
+  } catch (const Error& e) {
+    note("the CUDA version that " + (image.empty() ? "the image" : image) + " needs is unknown (" +
+         e.what() + "); set train.cuda to keep its pods off nodes whose driver is too old");
+  }
+}
+
+namespace {
 
 /// Uploads the file at `path` as blob `digest` of `size` bytes.
 void upload_file(oci::RegistryClient& client, const oci::Repo& repo, const std::string& digest,
@@ -406,6 +469,21 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
   });
   progress.step("base " + base_ref.str() + ": " + std::to_string(base.layers.size()) + " layers, " +
                 base_manifest.digest.substr(0, 19));
+  // The CUDA version the image needs, recorded in it (label dev.ktrain.cuda) so that
+  // render and submit keep its pods off nodes whose driver is too old.
+  std::string cuda = proj.train ? proj.train->cuda : "";
+  std::string cuda_from = "train.cuda";
+  if (cuda.empty() && proj.serve && !proj.serve->cuda.empty()) {
+    cuda = proj.serve->cuda;
+    cuda_from = "serve.cuda";
+  }
+  if (auto c = base.config.find("config"); cuda.empty() && c != base.config.end()) {
+    if (auto need = image_cuda(nlohmann::json(*c))) {
+      cuda = need->version.str();
+      cuda_from = "the base image's " + need->source;
+    }
+  }
+  if (!cuda.empty()) progress.step("CUDA " + cuda + " (from " + cuda_from + ")");
 
   // The workspace layer.
   oci::LayerSource ws;
@@ -484,6 +562,7 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
   if (!revision.empty()) ch.labels.emplace_back("org.opencontainers.image.revision", revision);
   ch.labels.emplace_back("org.opencontainers.image.base.name", base_ref.str());
   ch.labels.emplace_back("org.opencontainers.image.base.digest", base_manifest.digest);
+  if (!cuda.empty()) ch.labels.emplace_back(kImageCudaLabel, cuda);
   const oci::Image img =
       oci::append(base,
                   {{launcher_layer, "COPY ktrain-launch " + std::string(kLauncherPath)},
@@ -493,6 +572,7 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
 
   BuildResult result;
   result.digest = digest;
+  result.cuda = cuda;
   if (!opts.oci_layout.empty()) {
     const std::string& dir = opts.oci_layout;
     oci::write_layout(dir, img, client, base_repo, opts.tags.empty() ? "" : opts.tags.front());

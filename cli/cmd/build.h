@@ -2,9 +2,11 @@
 // `ktrain build`: the training image = base + ktrain-launch + the workspace, made
 // without a container daemon and pushed by digest.
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/cuda.h"
 #include "cmd/command.h"
 #include "cmd/project_flags.h"
 
@@ -35,10 +37,24 @@ struct BuildResult {
   std::string reference;  ///< repository@sha256:... (or oci:DIR@sha256:...)
   std::string digest;
   std::uint64_t bytes_uploaded = 0;
+  std::string cuda;  ///< the CUDA version recorded in the image ("12.1"), "" = none
 };
 
 /// Builds and publishes the project's image (used by `build` and `submit --build`).
 BuildResult build_image(Env& env, const BuildOptions& opts);
+
+/// The CUDA version that `image` says it needs (base/cuda.h: its label dev.ktrain.cuda,
+/// CUDA_VERSION, ...), read from its registry, for `platform`; nullopt when it says none.
+/// Throws Error when the image cannot be read (unknown, unreachable, refused).
+std::optional<ImageCuda> inspect_image_cuda(Env& env, const std::string& image,
+                                            const std::vector<std::string>& insecure_registries,
+                                            const std::string& platform = "linux/amd64");
+
+/// When the project runs GPU pods and says no train.cuda / serve.cuda, sets them from
+/// what its image says (inspect_image_cuda). Nothing is changed when the image says
+/// nothing or cannot be read; with -v, a note says which.
+void fill_cuda_from_image(Env& env, project::Project& project,
+                          const std::vector<std::string>& insecure_registries);
 
 /// Builds and publishes the launcher image (FROM scratch, ktrain-launch at /) to
 /// opts.launcher_image.

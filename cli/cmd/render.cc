@@ -5,6 +5,7 @@
 
 #include "backend/kube_backend.h"
 #include "base/error.h"
+#include "cmd/build.h"
 #include "render/render.h"
 
 namespace ktrain::cmd {
@@ -14,13 +15,17 @@ void RenderCommandOptions::complete(const Env& env) {
 }
 
 void RenderCommandOptions::validate() const {
+  if (!insecure_registries.empty() && !inspect_image) {
+    throw UsageError("--insecure-registry is for --inspect-image");
+  }
   if (output != "yaml" && output != "json") {
     throw UsageError("-o " + output + ": render prints yaml or json");
   }
 }
 
 int RenderCommandOptions::run(Env& env) const {
-  const project::Project p = project.load(env);
+  project::Project p = project.load(env);
+  if (inspect_image) fill_cuda_from_image(env, p, insecure_registries);
   render::RenderOptions ro;
   ro.run_id = run_id;
   ro.strict = strict;
@@ -45,6 +50,12 @@ void add_render_command(CLI::App& app, Env& env, CommandResult& result) {
   sub->add_option("--templates", opts->templates_dir,
                   "Use the skeletons in DIR (same file names as templates/) instead of the "
                   "built-in ones");
+  sub->add_flag("--inspect-image", opts->inspect_image,
+                "Read the CUDA version the image needs from its registry (when the project "
+                "uses GPUs and sets no train.cuda / serve.cuda)");
+  sub->add_option("--insecure-registry", opts->insecure_registries,
+                  "With --inspect-image: reach this registry (HOST[:PORT]) over plain HTTP")
+      ->type_name("HOST");
   sub->add_option("--run-id", opts->run_id,
                   "The run id in names (<name>-<id>); default: stable, derived from the project");
   sub->callback([opts, &env, &result] {

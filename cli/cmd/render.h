@@ -2,6 +2,7 @@
 // `ktrain render`: prints the Kubernetes objects that the project file stands for.
 
 #include <string>
+#include <vector>
 
 #include "cmd/command.h"
 #include "cmd/project_flags.h"
@@ -11,10 +12,12 @@ namespace ktrain::cmd {
 /// The flags and resolved state of `ktrain render`.
 struct RenderCommandOptions {
   ProjectFlags project;
-  bool strict = false;        ///< warnings (e.g. an unpinned image) are errors
-  std::string templates_dir;  ///< --templates DIR: skeletons to use instead of the embedded ones
-  std::string run_id;         ///< --run-id ID; "" = a stable id derived from the project
-  std::string output;         ///< "yaml" or "json" (from the global -o)
+  bool strict = false;         ///< warnings (e.g. an unpinned image) are errors
+  std::string templates_dir;   ///< --templates DIR: skeletons to use instead of the embedded ones
+  std::string run_id;          ///< --run-id ID; "" = a stable id derived from the project
+  std::string output;          ///< "yaml" or "json" (from the global -o)
+  bool inspect_image = false;  ///< --inspect-image: the image's CUDA version from its registry
+  std::vector<std::string> insecure_registries;  ///< --insecure-registry HOST
 
   /// Fills defaults from the global flags (-o).
   void complete(const Env& env);

@@ -6,6 +6,7 @@
 #include "backend/kube_backend.h"
 #include "base/duration.h"
 #include "base/error.h"
+#include "cmd/build.h"
 #include "cmd/project_flags.h"
 #include "kube/connection.h"
 #include "kube/run_state.h"
@@ -213,8 +214,9 @@ void add_serve_command(CLI::App& app, Env& env, CommandResult& result) {
   sub->callback([opts, &env, &result] {
     opts->output_format = env.global.output;
     const ServeRun r = opts->validate();
-    const project::Project project = opts->project.load(env);
+    project::Project project = opts->project.load(env);
     kube::Connection conn(env);
+    fill_cuda_from_image(env, project, {});
     result.status = run_serve(env, conn.client(), project, r);
   });
 }

@@ -88,7 +88,13 @@ struct SubmitOptions {
       bo.platform = platform;
       bo.insecure_registries = insecure_registries;
       // The run uses the image by digest: exactly what was built, whatever tags move.
-      project.image.ref = build_image(env, bo).reference;
+      const BuildResult built = build_image(env, bo);
+      project.image.ref = built.reference;
+      // What the image needs, as the build recorded it, unless the project says.
+      if (!built.cuda.empty()) {
+        if (project.train && project.train->cuda.empty()) project.train->cuda = built.cuda;
+        if (project.serve && project.serve->cuda.empty()) project.serve->cuda = built.cuda;
+      }
     }
     if (dry_run == "client") {
       // What would be sent, without contacting anything.
@@ -106,6 +112,8 @@ struct SubmitOptions {
       return exit_code::kOk;
     }
     auto be = open_backend(env, target);
+    // What the image needs of the nodes' drivers, unless the project or the build says.
+    if (!build && !target.local) fill_cuda_from_image(env, project, {});
     backend::SubmitOptions opts;
     opts.run_id = run_id;
     opts.dry_run_server = dry_run == "server";

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "base/cuda.h"
 #include "base/timefmt.h"
 #include "render/render.h"
 
@@ -160,6 +161,41 @@ struct Grouped {
 };
 
 }  // namespace
+
+bool waits_for_cuda_node(const json& pod) {
+  if (str(pod, {"metadata", "annotations", render::kAnnotationCuda}).empty()) return false;
+  backend::RankStatus r;
+  unscheduled(pod, r);
+  return r.reason == "Unschedulable";
+}
+
+std::string cuda_unschedulable(const json& pod, const std::vector<json>& nodes) {
+  const auto need =
+      parse_cuda_version(str(pod, {"metadata", "annotations", render::kAnnotationCuda}));
+  if (!need) return "";
+  std::vector<CudaVersion> have;
+  for (const auto& n : nodes) {
+    bool gpus = false;
+    const auto& alloc = at_path(n, {"status", "allocatable"});
+    if (alloc.is_object()) {
+      for (auto it = alloc.begin(); it != alloc.end(); ++it) {
+        const bool gpu = it.key() == "nvidia.com/gpu" || it.key().rfind("nvidia.com/mig-", 0) == 0;
+        gpus = gpus || (gpu && it->is_string() && it->get<std::string>() != "0");
+      }
+    }
+    if (!gpus) continue;
+    const auto v = node_cuda(at_path(n, {"metadata", "labels"}));
+    if (!v || v->runs(*need)) return "";  // it could run there, or nothing says it cannot
+    if (std::find(have.begin(), have.end(), *v) == have.end()) have.push_back(*v);
+  }
+  if (have.empty()) return "";
+  std::sort(have.begin(), have.end(),
+            [](const CudaVersion& a, const CudaVersion& b) { return a.encoded() < b.encoded(); });
+  std::string list;
+  for (const auto& v : have) list += (list.empty() ? "" : ", ") + v.str();
+  return "no node has a driver for CUDA " + need->str() + ": nodes have " + list +
+         " (use nodes with a newer NVIDIA driver, or an image built for an older CUDA)";
+}
 
 int pod_rank(const json& pod) {
   auto s = str(pod, {"metadata", "labels", kCompletionIndex});
@@ -353,7 +389,8 @@ std::string no_scale_up_reasons(const std::string& message) {
 
 backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
                                 const std::vector<json>& events,
-                                std::chrono::system_clock::time_point now) {
+                                std::chrono::system_clock::time_point now,
+                                const std::vector<json>& nodes) {
   backend::RunStatus rs;
   rs.summary = summarize_job(job);
   const std::string job_name = str(job, {"metadata", "name"});
@@ -510,6 +547,7 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
     if (rank.reason == "Unschedulable") {
       std::string msg = rank.message;
       if (msg.empty()) msg = pod_event[rank.pod + "/FailedScheduling"];
+      if (std::string cuda = cuda_unschedulable(pod, nodes); !cuda.empty()) msg = cuda;
       bool triggered = false;
       if (const PodEvent* ca = autoscaler_event(rank.pod, &triggered); ca && triggered) {
         std::string groups = scale_up_groups(ca->message);

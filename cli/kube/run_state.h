@@ -43,10 +43,22 @@ int pod_rank(const nlohmann::json& pod);
 /// Everything `ktrain status` shows, from the Job, its pods (any order; for a rank with
 /// several pods the newest counts) and the events in its namespace (those about other
 /// objects are ignored). `now` dates how long a pod has waited for the Cluster Autoscaler.
+/// `nodes` (may be empty: not readable) explain a pod that no node's driver can run.
 backend::RunStatus describe_run(
     const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
     const std::vector<nlohmann::json>& events,
-    std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+    std::chrono::system_clock::time_point now = std::chrono::system_clock::now(),
+    const std::vector<nlohmann::json>& nodes = {});
+
+/// Whether `pod` is unscheduled and carries the CUDA version its image needs
+/// (render::kAnnotationCuda): then the nodes tell why (cuda_unschedulable).
+bool waits_for_cuda_node(const nlohmann::json& pod);
+
+/// Why no node can run unscheduled `pod` (annotated with the CUDA version its image
+/// needs), from the nodes' GPU feature discovery labels: "no node has a driver for CUDA
+/// 12.1: nodes have 11.2, 11.4"; "" when a GPU node runs it or is not labelled (so the
+/// reason is another), or no node has GPUs.
+std::string cuda_unschedulable(const nlohmann::json& pod, const std::vector<nlohmann::json>& nodes);
 
 /// The name of the container that runs the work in a ktrain pod ("train").
 inline constexpr const char* kTrainContainer = "train";

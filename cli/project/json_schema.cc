@@ -131,6 +131,10 @@ Json kind_schema(const KeySpec& k) {
       return text("[0-9]+g\\.[0-9]+gb(\\+me)?");
     case K::kGpuProduct:
       return text(kNamePart);
+    case K::kCudaVersion:
+      return {{"type", {"number", "string"}},
+              {"exclusiveMinimum", 0},
+              {"pattern", "^[1-9][0-9]{0,2}(\\.[0-9]{1,3}(\\.[0-9]{1,9})?)?$"}};
     case K::kEnvFrom:
       return text("(secret|configMap)/" + kDnsSubdomain);
     case K::kCapability:

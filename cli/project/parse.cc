@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/cuda.h"
 #include "base/duration.h"
 #include "base/image_ref.h"
 #include "base/names.h"
@@ -564,6 +565,7 @@ class ProjectParser {
       }
     }
     if (const Value* x = field(v, "gpuType")) gpu_type(*x, "train.gpuType", t.gpu_type);
+    if (const Value* x = field(v, "cuda")) cuda(*x, "train.cuda", t.cuda);
     if (const Value* x = field(v, "cpu"))
       if (auto s = c_.quantity(*x, "train.cpu", false)) t.cpu = *s;
     if (const Value* x = field(v, "memory"))
@@ -647,6 +649,15 @@ class ProjectParser {
                     "'-', '_', '.'; at most 63)");
       else
         out = *s;
+    }
+  }
+
+  void cuda(const Value& x, const std::string& path, std::string& out) {
+    if (auto s = c_.scalar(x, path, "a CUDA version like 12.1")) {
+      if (auto v = parse_cuda_version(*s))
+        out = v->str();
+      else
+        c_.expected(x, path, "a CUDA version like 12.1 or 11.8 (MAJOR.MINOR)");
     }
   }
 
@@ -1035,6 +1046,7 @@ class ProjectParser {
     if (const Value* x = field(v, "memory"))
       if (auto q = c_.quantity(*x, "serve.memory", false)) s.memory = *q;
     if (const Value* x = field(v, "gpuType")) gpu_type(*x, "serve.gpuType", s.gpu_type);
+    if (const Value* x = field(v, "cuda")) cuda(*x, "serve.cuda", s.cuda);
     if (const Value* x = field(v, "shm"))
       if (auto q = c_.quantity(*x, "serve.shm", false)) s.shm = *q;
     if (const Value* x = field(v, "env")) s.env = c_.env(*x, "serve.env");

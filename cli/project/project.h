@@ -68,9 +68,11 @@ struct Train {
   int processes_per_node = 0;
   std::string mig;       ///< e.g. "1g.10gb": GPUs become nvidia.com/mig-<mig>
   std::string gpu_type;  ///< -> nodeSelector nvidia.com/gpu.product
-  std::string cpu;       ///< Kubernetes quantity, "" = unset
-  std::string memory;    ///< Kubernetes quantity, "" = unset
-  std::string shm;       ///< size of /dev/shm (memory emptyDir), "" = none
+  /// The CUDA version the image needs ("12.1"); "" = read from the image when it can be.
+  std::string cuda;
+  std::string cpu;     ///< Kubernetes quantity, "" = unset
+  std::string memory;  ///< Kubernetes quantity, "" = unset
+  std::string shm;     ///< size of /dev/shm (memory emptyDir), "" = none
   StringPairs env;
   std::vector<EnvFrom> env_from;
   std::vector<Volume> volumes;
@@ -210,6 +212,7 @@ struct Serve {
   int port = 0;                      ///< required, 1..65535
   int gpus = 0;
   std::string gpu_type;  ///< -> nodeSelector nvidia.com/gpu.product
+  std::string cuda;      ///< as Train::cuda
   std::string cpu;
   std::string memory;
   std::string shm;  ///< /dev/shm size (a memory-backed emptyDir); "" = none

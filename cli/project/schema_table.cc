@@ -164,6 +164,11 @@ std::vector<SectionSpec> make_sections() {
             .kind = K::kGpuProduct,
             .description = "A GPU product, rendered as the node selector nvidia.com/gpu.product.",
             .example = R"("NVIDIA-H100-80GB-HBM3")"},
+           {.name = "cuda",
+            .kind = K::kCudaVersion,
+            .description = "The CUDA version the image needs, like 12.1: pods go only to nodes "
+                           "whose driver runs it. Default: read from the image.",
+            .example = "12.1"},
            {.name = "cpu",
             .kind = K::kQuantity,
             .description = "CPU per node, a Kubernetes quantity (requests and limits).",
@@ -402,6 +407,11 @@ std::vector<SectionSpec> make_sections() {
             .kind = K::kGpuProduct,
             .description = "A GPU product, rendered as the node selector nvidia.com/gpu.product.",
             .example = R"("NVIDIA-L4")"},
+           {.name = "cuda",
+            .kind = K::kCudaVersion,
+            .description = "The CUDA version the image needs, like 12.1: pods go only to nodes "
+                           "whose driver runs it. Default: read from the image.",
+            .example = "12.1"},
            {.name = "cpu",
             .kind = K::kQuantity,
             .description = "CPU per replica, a Kubernetes quantity (requests and limits).",

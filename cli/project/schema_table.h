@@ -32,6 +32,7 @@ enum class ValueKind {
   kSurge,          ///< a whole number >= 0 or a percentage like 25%
   kMigProfile,     ///< a MIG profile like 1g.10gb
   kGpuProduct,     ///< a GPU product name: a label value, not empty
+  kCudaVersion,    ///< a CUDA version like 12.1 (a number or a string)
   kEnvFrom,        ///< secret/NAME or configMap/NAME
   kCapability,     ///< a Linux capability in upper case, like IPC_LOCK
   kMetricName,     ///< a metric name: no spaces or '/'

@@ -43,6 +43,9 @@ inline constexpr const char* kAnnotationQueue = "ktrain.dev/queue-name";
 /// On the Job of a sweep's run: its combination, as a JSON object of strings.
 inline constexpr const char* kAnnotationParams = "ktrain.dev/params";
 inline constexpr const char* kAnnotationVolcanoGroup = "scheduling.k8s.io/group-name";
+/// On the pods of a project that uses GPUs and whose CUDA version is known: that version
+/// ("12.1"), which their node affinity asks of the nodes' drivers (base/cuda.h).
+inline constexpr const char* kAnnotationCuda = "ktrain.dev/cuda";
 
 /// The init container that copies ktrain-launch into pods whose image lacks it, and
 /// where the training container finds the launcher.

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "base/cuda.h"
 #include "base/error.h"
 
 namespace ktrain::render::detail {
@@ -93,6 +94,17 @@ void set_pod_common(ordered_json& pod, const project::Project& p, bool uses_gpus
     // A volume already owned right (a big dataset claim) is not walked at every start.
     sc["fsGroupChangePolicy"] = "OnRootMismatch";
   }
+}
+
+/// Keeps a GPU pod on nodes whose driver runs CUDA `cuda` ("12.1"; "" = unknown: nothing
+/// is added), by the labels of GPU feature discovery, and notes the version on the pod.
+void set_cuda_affinity(ordered_json& pod, ordered_json& pod_meta, const std::string& cuda,
+                       bool uses_gpus) {
+  const auto need = parse_cuda_version(cuda);
+  if (!need || !uses_gpus) return;
+  pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {
+      {"nodeSelectorTerms", cuda_node_terms(*need)}};
+  pod_meta["annotations"][kAnnotationCuda] = need->str();
 }
 
 /// A writable HOME for a user that the image may not know (its HOME, often /root, is
@@ -296,6 +308,8 @@ ordered_json train_env(const project::Project& p, const std::string& run,
     env.push_back(env_value("KTRAIN_CHECKPOINT_DIR", dir));
   }
   env.push_back(env_field("KTRAIN_POD_IP", "status.podIP"));
+  env.push_back(env_field("KTRAIN_NODE_NAME", "spec.nodeName"));
+  if (!t.cuda.empty()) env.push_back(env_value("KTRAIN_CUDA_VERSION", t.cuda));
   for (const auto& [name, value] : point.params) {
     env.push_back(env_value(project::param_env_name(name), value));
   }
@@ -350,6 +364,7 @@ ordered_json render_job(const RenderContext& ctx, const std::string& run,
   pod["terminationGracePeriodSeconds"] = t.grace_period_s;
   if (volcano) pod["schedulerName"] = "volcano";
   set_pod_common(pod, p, t.gpus > 0, t.gpu_type);
+  set_cuda_affinity(pod, tmeta, t.cuda, t.gpus > 0);
   auto [volumes, mounts] = volume_lists(t.volumes, t.shm);
   if (!volumes.empty()) pod["volumes"] = std::move(volumes);
 
@@ -430,6 +445,7 @@ std::vector<ordered_json> render_serve(const RenderContext& ctx) {
   const int most = sv.autoscale ? sv.autoscale->max : sv.replicas.value_or(1);
   auto& pod = spec["template"]["spec"];
   set_pod_common(pod, p, sv.gpus > 0, sv.gpu_type);
+  set_cuda_affinity(pod, tmeta, sv.cuda, sv.gpus > 0);
   if (sv.spread && most > 1) {
     pod["topologySpreadConstraints"] =
         ordered_json::array({{{"maxSkew", 1},

@@ -335,3 +335,52 @@ TEST_CASE("run state: no node group fits: the autoscaler's reasons, then the sch
         "rank 0 waits for a node: the Cluster Autoscaler is adding nodes (pod triggered "
         "scale-up: something new), for 30s so far");
 }
+
+TEST_CASE("run state: a pod that no node's driver can run says so, from the nodes' labels") {
+  const std::string msg =
+      "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+      "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.";
+  json pending = {{"phase", "Pending"},
+                  {"conditions",
+                   {{{"type", "PodScheduled"},
+                     {"status", "False"},
+                     {"reason", "Unschedulable"},
+                     {"message", msg}}}}};
+  json p0 = pod("r-0", 0, pending);
+  p0["metadata"]["annotations"] = {{"ktrain.dev/cuda", "12.1"}};
+  auto node = [](const std::string& name, const char* major, const char* minor,
+                 const std::string& gpus = "8") {
+    json labels = {{"kubernetes.io/hostname", name}};
+    if (major) {
+      labels["nvidia.com/cuda.runtime-version.major"] = major;
+      labels["nvidia.com/cuda.runtime-version.minor"] = minor;
+    }
+    return json{{"metadata", {{"name", name}, {"labels", labels}}},
+                {"status", {{"allocatable", {{"cpu", "64"}, {"nvidia.com/gpu", gpus}}}}}};
+  };
+  const std::vector<json> old = {node("a", "11", "4"), node("b", "11", "2"), node("c", "11", "4"),
+                                 node("cpu", nullptr, nullptr, "0")};
+  CHECK(ktrain::kube::waits_for_cuda_node(p0));
+  CHECK_FALSE(ktrain::kube::waits_for_cuda_node(pod("r-1", 1, pending)));  // no annotation
+  const std::string why =
+      "no node has a driver for CUDA 12.1: nodes have 11.2, 11.4 (use nodes with a newer NVIDIA "
+      "driver, or an image built for an older CUDA)";
+  CHECK(ktrain::kube::cuda_unschedulable(p0, old) == why);
+
+  auto st = ktrain::kube::describe_run(job("r", {{"active", 1}}, 1), {p0}, {},
+                                       std::chrono::system_clock::now(), old);
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0] == "rank 0 cannot be scheduled: " + why);
+
+  // A GPU node whose driver runs it, or one GFD did not label: the reason is another.
+  auto newer = old;
+  newer.push_back(node("d", "12", "4"));
+  CHECK(ktrain::kube::cuda_unschedulable(p0, newer).empty());
+  auto unlabelled = old;
+  unlabelled.push_back(node("e", nullptr, nullptr));
+  CHECK(ktrain::kube::cuda_unschedulable(p0, unlabelled).empty());
+  // Nodes not readable: the scheduler's words.
+  st = ktrain::kube::describe_run(job("r", {{"active", 1}}, 1), {p0}, {});
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0] == "rank 0 cannot be scheduled: " + msg);
+}

@@ -323,6 +323,7 @@ TEST_CASE(
                                              "KTRAIN_PREFLIGHT",
                                              "KTRAIN_GRACE_PERIOD",
                                              "KTRAIN_POD_IP",
+                                             "KTRAIN_NODE_NAME",
                                              "HOME",
                                              "NCCL_DEBUG",
                                              "A"};
@@ -591,4 +592,39 @@ TEST_CASE("render: the volume marked checkpoint is KTRAIN_CHECKPOINT_DIR, before
   p.train->volumes[1].checkpoint = false;
   r = render_fixed(p);
   CHECK_FALSE(env_of(container_of(object_of(r, "Job")), "KTRAIN_CHECKPOINT_DIR").is_object());
+}
+
+TEST_CASE("render: train.cuda keeps GPU pods off nodes whose driver is too old") {
+  auto p = train_project();
+  p.train->gpus = 8;
+  p.train->cuda = "12.1";
+  auto r = render_fixed(p);
+  const auto& job = object_of(r, "Job");
+  const auto& tmpl = job["spec"]["template"];
+  CHECK(tmpl["metadata"]["annotations"]["ktrain.dev/cuda"] == "12.1");
+  const auto& terms = tmpl["spec"]["affinity"]["nodeAffinity"]
+                          ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  REQUIRE(terms.size() == 5);
+  CHECK(terms[0]["matchExpressions"][0] ==
+        nlohmann::ordered_json{{"key", "nvidia.com/cuda.runtime-version.major"},
+                               {"operator", "Gt"},
+                               {"values", {"12"}}});
+  const auto& c = container_of(job);
+  CHECK(env_of(c, "KTRAIN_CUDA_VERSION")["value"] == "12.1");
+  CHECK(env_of(c, "KTRAIN_NODE_NAME")["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName");
+
+  // Without GPUs the version reaches the launcher, and scheduling is left alone.
+  p.train->gpus = 0;
+  auto cpu = render_fixed(p);
+  const auto& cpu_job = object_of(cpu, "Job");
+  CHECK_FALSE(cpu_job["spec"]["template"]["spec"].contains("affinity"));
+  CHECK(env_of(container_of(cpu_job), "KTRAIN_CUDA_VERSION")["value"] == "12.1");
+
+  // Unknown: neither.
+  p.train->gpus = 8;
+  p.train->cuda = "";
+  auto unknown = render_fixed(p);
+  const auto& u = object_of(unknown, "Job");
+  CHECK_FALSE(u["spec"]["template"]["spec"].contains("affinity"));
+  for (const auto& e : container_of(u)["env"]) CHECK(e["name"] != "KTRAIN_CUDA_VERSION");
 }
