@@ -587,6 +587,12 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
       config_error.add(rank.message.empty() ? rank.reason : rank.message, i);
     } else if (rank.reason == "OOMKilled") {
       oom.add("", i);
+    } else if (rank.phase == "Failed" && rank.exit_code && *rank.exit_code == kExitCudaDriver &&
+               !rank.message.empty()) {
+      // ktrain-launch's refusal names the node and both versions: said as it is.
+      std::string msg = rank.message;
+      while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+      failed.add("exit code 79: the node's NVIDIA driver is too old for the image: " + msg, i);
     } else if (rank.phase == "Failed" && rank.exit_code && *rank.exit_code != 0 &&
                *rank.exit_code != 75) {
       std::string msg = "exit code " + std::to_string(*rank.exit_code);

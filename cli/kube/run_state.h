@@ -60,6 +60,10 @@ bool waits_for_cuda_node(const nlohmann::json& pod);
 /// reason is another), or no node has GPUs.
 std::string cuda_unschedulable(const nlohmann::json& pod, const std::vector<nlohmann::json>& nodes);
 
+/// ktrain-launch's exit status when the node's driver cannot run the image's CUDA
+/// version (ktrain-launch(1)).
+inline constexpr int kExitCudaDriver = 79;
+
 /// The name of the container that runs the work in a ktrain pod ("train").
 inline constexpr const char* kTrainContainer = "train";
 

@@ -384,3 +384,23 @@ TEST_CASE("run state: a pod that no node's driver can run says so, from the node
   REQUIRE(st.explanations.size() == 1);
   CHECK(st.explanations[0] == "rank 0 cannot be scheduled: " + msg);
 }
+
+TEST_CASE("run state: the launcher's refusal of an old driver (exit 79) is said in its words") {
+  const std::string words =
+      "node gpu-7: the NVIDIA driver supports CUDA 11.2 but the image needs CUDA 12.1 "
+      "(KTRAIN_CUDA_VERSION=12.1); use a node pool with a newer driver";
+  json failed = {
+      {"phase", "Failed"},
+      {"containerStatuses",
+       {{{"name", "train"},
+         {"state",
+          {{"terminated", {{"exitCode", 79}, {"reason", "Error"}, {"message", words + "\n"}}}}}}}}};
+  auto st = ktrain::kube::describe_run(
+      job("r", {{"failed", 1}, {"conditions", {{{"type", "Failed"}, {"status", "True"}}}}}, 1),
+      {pod("r-0", 0, failed)}, {});
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0] ==
+        "rank 0 failed with exit code 79: the node's NVIDIA driver is too old for the image: " +
+            words);
+  CHECK(st.ranks[0].exit_code == 79);
+}
