@@ -2,13 +2,33 @@
 # train.cuda on the real control plane: the rendered node affinity, read by the real
 # kube-scheduler, keeps a run off nodes whose driver (by GPU feature discovery's
 # labels) is too old; `ktrain status` says so in words, from the nodes' labels; a
-# node with a newer driver, or one GFD did not label, takes the pod. kubectl reads
-# the same pods.
+# node with a newer driver, or one GFD did not label, takes the pod; on the latter
+# ktrain-launch refuses a driver that is too old before any worker starts (exit 79),
+# and submit --follow and status say so in its words. kubectl reads the same pods.
 set -euo pipefail
 source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
 source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
 require_k8s
 
+# An image whose nodes' driver is older than it needs, as the GPU helper reports it
+# (the agent's nodes have no GPU devices: a scripted helper stands in for the driver).
+cat >"$work/fake-gpucheck" <<'SH'
+#!/usr/bin/sh
+case "$1" in
+  count) echo "info driver CUDA 11.2, 1 GPU(s)"; echo "count 1"; echo "driver_cuda 11020" ;;
+esac
+SH
+chmod +x "$work/fake-gpucheck"
+cat >"$work/images.json" <<JSON
+{
+  "registry.example.com/ml/olddriver:*": {"user": "1000", "workdir": "/workspace",
+    "files": {"/opt/ktrain/bin/ktrain-launch": "$launcher",
+              "/opt/fake/ktrain-gpucheck": "$work/fake-gpucheck", "/workspace": "$work/ws"}},
+  "registry.example.com/ml/*": {"user": "1000", "workdir": "/workspace",
+    "files": {"/opt/ktrain/bin/ktrain-launch": "$launcher", "/workspace": "$work/ws"}},
+  $launcher_image
+}
+JSON
 start_cluster --nodes 2 --gpus 8 --images "$work/images.json"
 cd "$work"
 # gfd NODE MAJOR MINOR: the labels GFD writes for the CUDA version a node's driver runs
@@ -86,4 +106,25 @@ kubectl label node node-1 >/dev/null nvidia.com/cuda.runtime-version.major- nvid
 run="$("$ktrain" submit --run-id a3)"
 expect_eq "$(placed "$run")" node-1 "an unlabelled node (the launcher checks its driver)"
 echo "ok: driver versions compared as CUDA does"
+
+echo "== on a node GFD did not label, ktrain-launch refuses an old driver: exit 79, in status"
+kubectl label node node-0 >/dev/null nvidia.com/cuda.runtime-version.major- nvidia.com/cuda.runtime-version.minor- \
+  nvidia.com/cuda.runtime.major- nvidia.com/cuda.runtime.minor-
+sed -i 's|registry.example.com/ml/cuda:1|registry.example.com/ml/olddriver:1|' ktrain.yaml
+printf '  env: {KTRAIN_GPUCHECK: /opt/fake/ktrain-gpucheck}\n' >>ktrain.yaml
+rc=0
+"$ktrain" submit --run-id a4 --follow >follow.out 2>follow.err || rc=$?
+expect_eq "$rc" 1 "submit --follow of a run that fails"
+node="$(kubectl get pods -l ktrain.dev/run=cuda-a4 -o jsonpath='{.items[0].spec.nodeName}')"
+words="node $node: the NVIDIA driver supports CUDA 11.2 but the image needs CUDA 12.1 (KTRAIN_CUDA_VERSION=12.1)"
+expect_contains "$(cat follow.out follow.err)" "$words" "the follow shows the launcher's refusal"
+out="$("$ktrain" status cuda-a4)"
+expect_contains "$out" "rank 0 failed with exit code 79: the node's NVIDIA driver is too old for the image: $words" \
+  "status says why, in the launcher's words"
+expect_eq "$(kubectl get pods -l ktrain.dev/run=cuda-a4 -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.exitCode}')" \
+  79 "the container's exit code, read by kubectl"
+expect_contains "$(kubectl get pods -l ktrain.dev/run=cuda-a4 -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.message}')" \
+  "$words" "the termination message, read by kubectl"
+! grep -q '^\[rank 0\] ran' follow.out || fail "a worker ran on a node whose driver is too old"
+echo "ok: refused before any worker, exit 79, said by status"
 echo "PASS"
