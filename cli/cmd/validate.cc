@@ -35,6 +35,7 @@ std::string project_summary(const project::Project& p) {
     const auto& t = *p.train;
     out += "train: " + plural(t.nodes, "node") + " x " + plural(t.gpus, "GPU");
     if (!t.mig.empty()) out += " (MIG " + t.mig + ")";
+    if (!t.cuda.empty()) out += ", CUDA " + t.cuda;
     out += ", " + t.framework;
     if (!t.sweep.empty()) {
       long runs = 1;
