@@ -40,19 +40,20 @@ constexpr OwnedKind kOwnedKinds[] = {
     {"batch/v1", "Job", false},
     {"v1", "Service", false},
     {"scheduling.volcano.sh/v1beta1", "PodGroup", true},
-    {"v1", "Secret", false},
     {"apps/v1", "Deployment", false},
     {"autoscaling/v2", "HorizontalPodAutoscaler", true},
     {"policy/v1", "PodDisruptionBudget", true},
 };
 
-/// The step of apply order an object belongs to: Secrets first, then what the Job's
-/// pods refer to (Services for DNS, PodGroups for gang scheduling, ConfigMaps), then
-/// the workloads.
+/// The step of apply order an object belongs to: what the Job's pods refer to
+/// (Services for DNS, PodGroups for gang scheduling, ConfigMaps), then the rendezvous
+/// Secret (owned by the run's Service from its creation: see PreparedObject), then the
+/// workloads.
 int apply_step(const std::string& kind) {
-  if (kind == "Secret" || kind == "Namespace") return 0;
+  if (kind == "Namespace") return 0;
   if (kind == "Service" || kind == "PodGroup" || kind == "ConfigMap") return 1;
-  return 2;
+  if (kind == "Secret") return 2;
+  return 3;
 }
 
 std::string label_of(const ordered_json& obj, const char* key) {
@@ -206,8 +207,10 @@ KubeBackend::PreparedObject KubeBackend::prepare(const ordered_json& obj, bool d
     p.owner_kind = kind;
     p.owner_api = obj.value("apiVersion", "");
   }
-  p.owned = of_run && (kind == "Secret" || kind == "Service" || kind == "PodGroup" ||
+  p.owned = of_run && (kind == "Service" || kind == "PodGroup" ||
                        kind == "HorizontalPodAutoscaler" || kind == "PodDisruptionBudget");
+  p.owns_secret = of_run && kind == "Service";
+  p.secret = of_run && kind == "Secret";
   if (kind == "Secret") {
     // Created once: a second submit keeps the token the running pods already have.
     p.spec.method = "POST";
@@ -282,7 +285,7 @@ std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_ru
     for (size_t i = 0; i < n; ++i) {
       if (!a.objects[i].owned) continue;
       PreparedObject o;
-      o.step = 3;
+      o.step = 4;
       o.ref = a.objects[i].ref;
       o.path = a.objects[i].path;
       o.owner_patch = true;
@@ -295,6 +298,27 @@ std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_ru
       o.spec.accept = kube::kAcceptMetadataOnly;
       a.objects.push_back(std::move(o));
       a.order.push_back(fed++);
+    }
+  };
+
+  // The run's Secret is created owned by its Service (whose uid the Service's answer
+  // gives), which the Job then owns: nobody needs to patch, read or list Secrets, so
+  // that the Role of `ktrain setup` grants only create and delete on them.
+  auto own_secret = [&](Active& a, size_t service_index, const net::Response& resp) {
+    std::string uid;
+    try {
+      uid = ordered_json::parse(resp.body).at("metadata").at("uid").get<std::string>();
+    } catch (const std::exception&) {
+      return;
+    }
+    const std::string& service_ref = a.objects[service_index].ref;
+    const std::string service_name = service_ref.substr(service_ref.find('/') + 1);
+    for (auto& o : a.objects) {
+      if (!o.secret || o.spec.body.empty()) continue;
+      ordered_json secret = ordered_json::parse(o.spec.body);
+      secret["metadata"]["ownerReferences"] = ordered_json::array(
+          {{{"apiVersion", "v1"}, {"kind", "Service"}, {"name", service_name}, {"uid", uid}}});
+      o.spec.body = secret.dump();
     }
   };
 
@@ -412,6 +436,7 @@ std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_ru
         }
       }
       if (!obj.owner_patch) done.push_back({obj.step, group->order[index], obj.ref});
+      if (obj.owns_secret && !dry_run) own_secret(*group, index, resp);
       // (This adds to the group's objects: `obj` is not to be used after it.)
       if (!obj.owner_kind.empty() && !dry_run) add_owner_patches(*group, index, resp);
     }
@@ -1008,6 +1033,14 @@ void KubeBackend::remove(const std::string& run) {
     for (auto& r : f) deletes.push_back(std::move(r));
   }
   if (deletes.empty()) throw run_not_found(run, ns);
+  // The rendezvous Secret goes by its name: Secrets are never listed (nor read), so
+  // that a user needs no right to read other runs' Secrets. (One left without its
+  // run goes with its owner, the run's Service, by garbage collection.)
+  static_assert(std::string_view(kOwnedKinds[0].kind) == "Job");
+  if (!found[0].empty()) {
+    deletes.push_back(client_.delete_request(
+        kube::object_path(kube::resource_type("v1", "Secret"), ns, run + "-rdzv")));
+  }
   auto resps = client_.send_all(deletes);
   for (size_t i = 0; i < resps.size(); ++i) {
     if (resps[i].failure == net::TransportFailure::kNone && resps[i].status == 404) continue;

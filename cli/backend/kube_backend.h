@@ -81,11 +81,16 @@ class KubeBackend : public Backend {
   /// its tree can be freed at once: a sweep of thousands of runs then holds a few KiB
   /// per object, not a tree several times that size.
   struct PreparedObject {
-    int step = 0;      ///< 0 Secrets, 1 Services and the like, 2 the rest, 3 owner patches
+    int step =
+        0;  ///< 0 Namespaces, 1 Services and the like, 2 Secrets, 3 the rest, 4 owner patches
     std::string ref;   ///< kind/name, for messages
     std::string path;  ///< the object's URL path (to remove it again)
     kube::RequestSpec spec;
-    /// A run's Secret, Service or PodGroup, or a service's Service, autoscaler or
+    /// A run's Service, whose uid becomes the owner of the run's Secret (created after
+    /// it, with that ownerReference), and that Secret.
+    bool owns_secret = false;
+    bool secret = false;
+    /// A run's Service or PodGroup, or a service's Service, autoscaler or
     /// disruption budget: once its group's owner (the Job, the Deployment) exists, a
     /// patch makes it their owner, so that the owner's deletion (ktrain delete, or the
     /// TTL controller's) takes it too.

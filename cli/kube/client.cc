@@ -45,6 +45,13 @@ ResourceType resource_type(std::string_view api_version, std::string_view kind) 
     add("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups", true);
     add("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", true);
     add("networking.k8s.io/v1", "Ingress", "ingresses", true);
+    add("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", true);
+    add("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", false);
+    add("v1", "ResourceQuota", "resourcequotas", true);
+    add("v1", "LimitRange", "limitranges", true);
+    add("rbac.authorization.k8s.io/v1", "Role", "roles", true);
+    add("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", true);
+    add("kueue.x-k8s.io/v1beta1", "LocalQueue", "localqueues", true);
     return m;
   }();
   auto it = known.find(std::string(api_version) + "/" + std::string(kind));

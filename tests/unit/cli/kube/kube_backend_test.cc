@@ -62,14 +62,16 @@ struct FakeApi {
     if (r.method == "PATCH") {
       ++applies;
       auto body = json::parse(r.body);
+      const bool fresh = !objects.count(path);
       if (kube_test::query_param(r.url, "dryRun") != "All") {
-        if (!objects.count(path))
+        if (fresh)
           body["metadata"]["uid"] = "uid-" + std::to_string(objects.size());
         else
           body["metadata"]["uid"] = objects[path]["metadata"]["uid"];
         objects[path] = body;
       }
-      return kube_test::json_response(200, body);
+      // As the API server answers an apply: 201 when it created the object.
+      return kube_test::json_response(fresh ? 201 : 200, body);
     }
     if (r.method == "POST") {
       ++creates;
@@ -129,26 +131,27 @@ project::Project demo_project() {
 
 }  // namespace
 
-TEST_CASE("kube backend: submit applies Secret, then Service, then Job, with the run label") {
+TEST_CASE("kube backend: submit applies Service, then Secret, then Job, with the run label") {
   Fixture f;
   backend::SubmitOptions o;
   o.run_id = "abc12";
   auto r = f.kb.submit(demo_project(), o);
   REQUIRE(r.runs == std::vector<std::string>{"demo-abc12"});
-  CHECK(r.objects == std::vector<std::string>{"secret/demo-abc12-rdzv", "service/demo-abc12",
+  CHECK(r.objects == std::vector<std::string>{"service/demo-abc12", "secret/demo-abc12-rdzv",
                                               "job.batch/demo-abc12"});
-  // Dependency order: one perform_all per step; last, the Job becomes the owner of the
-  // Secret and the Service.
-  REQUIRE(f.tr.requests.size() == 5);
-  CHECK(f.tr.requests[0].method == "POST");
-  CHECK(kube_test::path_of(f.tr.requests[0].url) == "/api/v1/namespaces/ml/secrets");
-  CHECK(kube_test::path_of(f.tr.requests[1].url) == "/api/v1/namespaces/ml/services/demo-abc12");
+  // Dependency order: one perform_all per step; the Secret is created owned by the
+  // Service (never patched, read or listed); last, the Job becomes the Service's owner.
+  REQUIRE(f.tr.requests.size() == 4);
+  CHECK(kube_test::path_of(f.tr.requests[0].url) == "/api/v1/namespaces/ml/services/demo-abc12");
+  CHECK(f.tr.requests[1].method == "POST");
+  CHECK(kube_test::path_of(f.tr.requests[1].url) == "/api/v1/namespaces/ml/secrets");
   CHECK(kube_test::path_of(f.tr.requests[2].url) == "/apis/batch/v1/namespaces/ml/jobs/demo-abc12");
-  CHECK(kube_test::path_of(f.tr.requests[3].url) ==
-        "/api/v1/namespaces/ml/secrets/demo-abc12-rdzv");
-  CHECK(kube_test::path_of(f.tr.requests[4].url) == "/api/v1/namespaces/ml/services/demo-abc12");
+  CHECK(kube_test::path_of(f.tr.requests[3].url) == "/api/v1/namespaces/ml/services/demo-abc12");
   CHECK(f.tr.perform_all_calls == 4);
-  CHECK(f.api.merges == 2);
+  CHECK(f.api.merges == 1);
+  for (const auto& sent : f.tr.requests) {
+    CHECK(kube_test::path_of(sent.url).find("/secrets/") == std::string::npos);
+  }
   // The answers are only checked: each request asks for the metadata only, with plain
   // JSON as the fallback.
   for (const auto& sent : f.tr.requests) {
@@ -168,15 +171,19 @@ TEST_CASE("kube backend: submit applies Secret, then Service, then Job, with the
   const auto& job = f.api.objects.at("/apis/batch/v1/namespaces/ml/jobs/demo-abc12");
   CHECK(job["metadata"]["namespace"] == "ml");
   CHECK(job["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "ktrain");
-  // Owned by the Job (by its uid), so that its deletion takes them too.
+  // The Service owned by the Job (by its uid), the Secret by the Service, so that the
+  // Job's deletion takes them too.
   const json owner = {{"apiVersion", "batch/v1"},
                       {"kind", "Job"},
                       {"name", "demo-abc12"},
                       {"uid", job["metadata"]["uid"]}};
-  CHECK(secret["metadata"]["ownerReferences"] == json::array({owner}));
-  CHECK(f.api.objects.at(
-            "/api/v1/namespaces/ml/services/demo-abc12")["metadata"]["ownerReferences"] ==
-        json::array({owner}));
+  const auto& service = f.api.objects.at("/api/v1/namespaces/ml/services/demo-abc12");
+  CHECK(service["metadata"]["ownerReferences"] == json::array({owner}));
+  const json service_owner = {{"apiVersion", "v1"},
+                              {"kind", "Service"},
+                              {"name", "demo-abc12"},
+                              {"uid", service["metadata"]["uid"]}};
+  CHECK(secret["metadata"]["ownerReferences"] == json::array({service_owner}));
   CHECK(!job["metadata"].contains("ownerReferences"));
 }
 
@@ -232,7 +239,7 @@ TEST_CASE("kube backend: a sweep submits every run; each gets its own Secret") {
   CHECK(r.runs.size() == 3);
   CHECK(r.objects.size() == 9);
   CHECK(f.tr.perform_all_calls == 4);  // four steps, each run's objects sent together
-  CHECK(f.api.merges == 6);            // each run's Secret and Service owned by its Job
+  CHECK(f.api.merges == 3);            // each run's Service owned by its Job
   CHECK(f.api.objects.count("/api/v1/namespaces/ml/secrets/demo-sw001-2-rdzv"));
 }
 
@@ -256,10 +263,11 @@ TEST_CASE("kube backend: a refused object is reported with its name and the serv
     const std::string m = e.what();
     CHECK(m.find("submitting: applying job.batch/demo-abc12: PATCH") == 0);
     CHECK(m.find("containers[0].image: Required value") != std::string::npos);
-    // The Secret was created (201) and is removed again; the fake answers an apply 200.
-    CHECK(m.find("\n(the object this submit had created was removed)") != std::string::npos);
+    // The Service and the Secret were created (201) and are removed again.
+    CHECK(m.find("\n(the 2 objects this submit had created were removed)") != std::string::npos);
   }
   CHECK_FALSE(f.api.objects.count("/api/v1/namespaces/ml/secrets/demo-abc12-rdzv"));
+  CHECK_FALSE(f.api.objects.count("/api/v1/namespaces/ml/services/demo-abc12"));
 }
 
 TEST_CASE("kube backend: -n must agree with the project's namespace") {
@@ -554,13 +562,14 @@ TEST_CASE("kube backend: a sweep larger than a batch goes run by run, each run i
   auto r = f.kb.submit(p, o);
   REQUIRE(r.runs.size() == 200);
   REQUIRE(r.objects.size() == 600);
-  // Named as before: every Secret, then every Service, then every Job, run by run.
-  CHECK(r.objects[0] == "secret/demo-big01-0-rdzv");
-  CHECK(r.objects[199] == "secret/demo-big01-199-rdzv");
-  CHECK(r.objects[200] == "service/demo-big01-0");
+  // Named as before: every Service, then every Secret, then every Job, run by run.
+  CHECK(r.objects[0] == "service/demo-big01-0");
+  CHECK(r.objects[199] == "service/demo-big01-199");
+  CHECK(r.objects[200] == "secret/demo-big01-0-rdzv");
   CHECK(r.objects[599] == "job.batch/demo-big01-199");
-  // Sent in batches of at most 128, in which a run has at most one step: its Secret
-  // (POST to the collection: the name is in the body), then its Service, then its Job.
+  // Sent in batches of at most 128, in which a run has at most one step: its Service,
+  // then its Secret (POST to the collection: the name is in the body, and the Service
+  // as its owner), then its Job.
   std::map<std::string, size_t> secret_at, service_at, job_at;
   for (size_t i = 0; i < f.tr.requests.size(); ++i) {
     const auto& req = f.tr.requests[i];
@@ -582,10 +591,10 @@ TEST_CASE("kube backend: a sweep larger than a batch goes run by run, each run i
   CHECK(batches >= 600 / 128 + 1);
   for (const auto& [run, at] : job_at) {
     INFO(run);
-    CHECK(service_at.at(run) < at);
+    CHECK(service_at.at(run) < secret_at.at(run + "-rdzv"));
     CHECK(secret_at.at(run + "-rdzv") < at);
   }
-  // The first Job goes only after the first 128 Secrets.
+  // The first Job goes only after the first 128 Secrets (which go after their Services).
   size_t first_job = f.tr.requests.size();
   for (const auto& [run, at] : job_at) first_job = std::min(first_job, at);
   size_t secrets_before = 0;
@@ -596,7 +605,7 @@ TEST_CASE("kube backend: a sweep larger than a batch goes run by run, each run i
 TEST_CASE("kube backend: a feed that fails after objects were applied removes them") {
   Fixture f;
   backend::PreparedFeed feed;
-  // 128 runs of a Secret and a Service: a full batch, their 128 Secrets, goes first.
+  // 128 runs of a Secret and a Service: a full batch, their 128 Services, goes first.
   for (int i = 0; i < 128; ++i) {
     const std::string run = "r" + std::to_string(i);
     json svc = {{"apiVersion", "v1"},
@@ -629,8 +638,8 @@ TEST_CASE("kube backend: a feed that fails after objects were applied removes th
     CHECK(m.find("render: run 129 is broken") == 0);
     CHECK(m.find("(the 128 objects this submit had created were removed)") != std::string::npos);
   }
-  CHECK(f.api.creates == 128);
-  CHECK(f.api.applies == 0);  // no Service went after the failure
+  CHECK(f.api.applies == 128);
+  CHECK(f.api.creates == 0);  // no Secret went after the failure
   CHECK(f.api.objects.empty());
 }
 

@@ -309,24 +309,15 @@ TEST_CASE(
   const auto& c = container_of(object_of(r, "Job"));
   std::vector<std::string> names;
   for (const auto& e : c["env"]) names.push_back(e["name"]);
-  const std::vector<std::string> expected = {"KTRAIN_RUN",
-                                             "KTRAIN_NNODES",
-                                             "JOB_COMPLETION_INDEX",
-                                             "KTRAIN_NPROC_PER_NODE",
-                                             "KTRAIN_GPUS",
-                                             "KTRAIN_MASTER_ADDR",
-                                             "KTRAIN_RDZV_PORT",
-                                             "KTRAIN_MASTER_PORT",
-                                             "KTRAIN_RDZV_TIMEOUT",
-                                             "KTRAIN_RDZV_SECRET",
-                                             "KTRAIN_FRAMEWORK",
-                                             "KTRAIN_PREFLIGHT",
-                                             "KTRAIN_GRACE_PERIOD",
-                                             "KTRAIN_POD_IP",
-                                             "KTRAIN_NODE_NAME",
-                                             "HOME",
-                                             "NCCL_DEBUG",
-                                             "A"};
+  const std::vector<std::string> expected = {"KTRAIN_RUN",           "KTRAIN_NNODES",
+                                             "JOB_COMPLETION_INDEX", "KTRAIN_NPROC_PER_NODE",
+                                             "KTRAIN_GPUS",          "KTRAIN_MASTER_ADDR",
+                                             "KTRAIN_RDZV_PORT",     "KTRAIN_MASTER_PORT",
+                                             "KTRAIN_RDZV_TIMEOUT",  "KTRAIN_RDZV_SECRET",
+                                             "KTRAIN_FRAMEWORK",     "KTRAIN_PREFLIGHT",
+                                             "KTRAIN_GRACE_PERIOD",  "KTRAIN_POD_IP",
+                                             "KTRAIN_NODE_NAME",     "HOME",
+                                             "NCCL_DEBUG",           "A"};
   CHECK(names == expected);
   CHECK(env_of(c, "KTRAIN_RUN")["value"] == "demo-abcde");
   CHECK(env_of(c, "KTRAIN_NNODES")["value"] == "2");

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# ktrain setup on the real control plane (real RBAC, admission and garbage collector):
+# the objects pass the API server's validation, a second setup changes nothing, a user
+# bound to the generated Role submits, follows, serves, scales and deletes there, and
+# can read no Secret nor touch another namespace; setup --check answers from real
+# SelfSubjectAccessReviews. kubectl, as the admin and as the users, is the reference.
+set -euo pipefail
+source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
+source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
+require_k8s
+
+cat >"$work/ws/serve.py" <<'PY'
+import http.server, os, socket
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"ok\n")
+    def log_message(self, *a):
+        pass
+addr = socket.gethostbyname(socket.gethostname())
+http.server.HTTPServer((addr, 8080), H).serve_forever()
+PY
+start_cluster --nodes 1 --gpus 8 --images "$work/images.json"
+cd "$work"
+# as_alice / as_nobody ARGS: ktrain as those users (the kubeconfigs of cluster.bash).
+as_alice() { KUBECONFIG="$ALICE_KUBECONFIG" "$ktrain" -n team-a "$@"; }
+rc_of() { local rc=0; "$@" >"$work/rc.out" 2>&1 || rc=$?; echo "$rc"; }
+
+echo "== --dry-run=client: what the API server accepts"
+"$ktrain" setup team-a --dry-run=client --user alice --gpus 16 --cpu 64 --memory 256Gi \
+  --max-jobs 50 --allow-egress 10.0.0.0/8 >setup.yaml
+kubectl create namespace team-a --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl apply --dry-run=server -f setup.yaml >dry.out || fail "the API server refused setup's objects: $(cat dry.out)"
+expect_eq "$(grep -c 'server dry run' dry.out)" "$(grep -c '^kind:' setup.yaml)" "every object validated by the server"
+kubectl delete namespace team-a --wait=false >/dev/null
+k8s_wait "namespace team-a to go" 60 sh -c "! kubectl get namespace team-a"
+echo "ok: validated"
+
+echo "== setup"
+"$ktrain" setup team-a --user alice --gpus 16 --cpu 64 --memory 256Gi --max-jobs 50 >setup.out 2>&1 ||
+  fail "setup: $(cat setup.out)"
+expect_contains "$(cat setup.out)" "Namespace/team-a applied" "the namespace"
+expect_eq "$(kubectl get resourcequota ktrain -n team-a -o jsonpath='{.spec.hard.requests\.nvidia\.com/gpu} {.spec.hard.requests\.cpu} {.spec.hard.count/jobs\.batch}')" \
+  "16 64 50" "the quota"
+expect_eq "$(kubectl get rolebinding ktrain -n team-a -o jsonpath='{.subjects[0].name} {.roleRef.name}')" "alice ktrain" "alice bound"
+expect_eq "$(kubectl get networkpolicy -n team-a -o name | sort | tr '\n' ' ')" \
+  "networkpolicy.networking.k8s.io/ktrain-allow-dns networkpolicy.networking.k8s.io/ktrain-default-deny networkpolicy.networking.k8s.io/ktrain-runs " \
+  "network policies"
+expect_eq "$(kubectl get priorityclass ktrain-training ktrain-serving -o jsonpath='{.items[*].value}')" "1000 10000" "priority classes"
+before="$(kubectl get ns/team-a resourcequota/ktrain limitrange/ktrain role/ktrain role/ktrain-view rolebinding/ktrain networkpolicy/ktrain-default-deny networkpolicy/ktrain-allow-dns networkpolicy/ktrain-runs -n team-a -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}={.metadata.resourceVersion} {end}')"
+"$ktrain" setup team-a --user alice --gpus 16 --cpu 64 --memory 256Gi --max-jobs 50 >/dev/null 2>&1 || fail "setup again"
+after="$(kubectl get ns/team-a resourcequota/ktrain limitrange/ktrain role/ktrain role/ktrain-view rolebinding/ktrain networkpolicy/ktrain-default-deny networkpolicy/ktrain-allow-dns networkpolicy/ktrain-runs -n team-a -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}={.metadata.resourceVersion} {end}')"
+expect_eq "$after" "$before" "a second setup changes nothing (same resourceVersions)"
+echo "ok: setup, idempotent"
+
+echo "== setup --check"
+expect_eq "$(rc_of env KUBECONFIG="$ALICE_KUBECONFIG" "$ktrain" setup --check team-a)" 0 "alice has every right"
+expect_contains "$(cat rc.out)" "every right ktrain uses is granted in team-a" "alice's check"
+expect_eq "$(rc_of env KUBECONFIG="$NOBODY_KUBECONFIG" "$ktrain" setup --check team-a)" 1 "nobody lacks them"
+expect_contains "$(cat rc.out)" "create  jobs.batch" "the table names the right"
+expect_contains "$(cat rc.out)" "rights ktrain uses are not granted in team-a: a cluster admin grants them with 'ktrain setup team-a --user nobody'" \
+  "the hint names the user as the API server knows them"
+KUBECONFIG="$ALICE_KUBECONFIG" "$ktrain" setup --check team-a -o json >check.json
+expect_eq "$(json 'd["allowed"], d["namespaceExists"], len(d["checks"])' <check.json)" \
+  "(True, None, 46)" "setup --check -o json (alice may not read namespaces)"
+echo "ok: check"
+
+echo "== alice in team-a: submit, follow, serve, scale, delete"
+cat >job.yaml <<'YAML'
+name: job
+image: registry.example.com/ml/job:1
+train:
+  command: [sh, -c, 'echo hello from $KTRAIN_RUN']
+  nodes: 1
+YAML
+run="$(as_alice submit -f job.yaml --follow 2>follow.err)" || fail "alice's submit --follow: $(cat follow.err)"
+run="$(head -1 <<<"$run")"
+expect_contains "$(as_alice logs "$run")" "hello from $run" "alice reads the logs"
+expect_eq "$(kubectl get secret "$run-rdzv" -n team-a -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')" \
+  "Service/$run" "the Secret is owned by the run's Service"
+expect_eq "$(kubectl get pods -n team-a -l "ktrain.dev/run=$run" -o jsonpath='{.items[0].spec.containers[0].resources.requests.cpu}')" \
+  "100m" "the LimitRange's default request (the quota needs one)"
+cat >web.yaml <<'YAML'
+name: web
+image: registry.example.com/ml/web:1
+serve:
+  command: [python3, serve.py]
+  port: 8080
+  readiness: {path: /, periodSeconds: 1}
+YAML
+as_alice serve -f web.yaml >serve.out 2>&1 || fail "alice's serve: $(cat serve.out)"
+as_alice scale web --replicas 2 >/dev/null 2>&1 || fail "alice's scale"
+expect_eq "$(kubectl get deployment web -n team-a -o jsonpath='{.spec.replicas}')" 2 "scaled"
+as_alice delete web >/dev/null 2>&1 || fail "alice deletes the service"
+as_alice delete "$run" >/dev/null 2>&1 || fail "alice deletes the run"
+k8s_wait "the run's objects to go" 30 sh -c \
+  "[ -z \"\$(kubectl get jobs,services,secrets -n team-a -l ktrain.dev/run=$run -o name)\" ]"
+echo "ok: alice runs in team-a"
+
+echo "== what alice may not do"
+run="$(as_alice submit -f job.yaml --wait 2>/dev/null | head -1)"
+for what in "get secrets" "get secret $run-rdzv"; do
+  expect_eq "$(rc_of env KUBECONFIG="$ALICE_KUBECONFIG" kubectl -n team-a $what)" 1 "kubectl $what as alice"
+  expect_contains "$(cat rc.out)" "Forbidden" "kubectl $what as alice: Forbidden"
+done
+expect_eq "$(rc_of env KUBECONFIG="$ALICE_KUBECONFIG" kubectl -n default get jobs)" 1 "alice in another namespace"
+rc="$(rc_of env KUBECONFIG="$ALICE_KUBECONFIG" "$ktrain" -n default submit -f job.yaml)"
+[ "$rc" != 0 ] || fail "alice submitted in default"
+expect_contains "$(cat rc.out)" "forbidden" "ktrain says alice may not"
+expect_eq "$(kubectl get jobs -n default -o name)" "" "nothing reached default"
+# The garbage collector takes the Service and the Secret with the Job.
+kubectl delete job "$run" -n team-a >/dev/null
+k8s_wait "the garbage collector to take $run's Service and Secret" 60 sh -c \
+  "[ -z \"\$(kubectl get services,secrets -n team-a -l ktrain.dev/run=$run -o name)\" ]"
+echo "ok: alice is kept to team-a and reads no Secret"
+
+echo "== bad input"
+expect_eq "$(rc_of "$ktrain" setup Team_A)" 2 "a bad namespace name"
+expect_contains "$(cat rc.out)" "NAMESPACE 'Team_A': not a namespace name" "said"
+expect_eq "$(rc_of "$ktrain" setup team-b --gpus lots)" 2 "a bad quantity"
+expect_contains "$(cat rc.out)" "--gpus lots: not a Kubernetes quantity" "said"
+expect_eq "$(rc_of "$ktrain" setup team-b --cluster-queue pool)" 1 "a LocalQueue without Kueue"
+expect_contains "$(cat rc.out)" "Kueue is not installed" "said"
+expect_eq "$(rc_of kubectl get namespace team-b)" 1 "nothing was made"
+echo "PASS"
