@@ -8,9 +8,7 @@ Connection::Connection(Env& env) {
     opts.service_account_dir = *dir;
   }
   ClientConfig config = load_client_config(env, opts);
-  net::CurlOptions curl_options;
-  curl_options.http1_direct = true;
-  curl_ = std::make_unique<net::CurlTransport>(curl_options);
+  curl_ = std::make_unique<net::CurlTransport>();
   net::HttpTransport* inner = curl_.get();
   if (env.global.verbose > 0 && env.err) {
     log_ =

@@ -17,7 +17,6 @@
 
 #include "base/dynlib.h"
 #include "base/error.h"
-#include "net/http1_client.h"
 
 namespace ktrain::net {
 
@@ -370,12 +369,6 @@ struct CurlTransport::Impl {
   /// hundreds of followed logs saves some 12 KiB each.
   std::mutex origins_mu;
   std::set<std::string> http1_origins;
-  /// Requests to those origins run there, without libcurl (net/http1_client.h), when
-  /// CurlOptions::http1_direct is set.
-  std::unique_ptr<Http1Client> http1;
-
-  bool direct(const Request& r) { return http1 && speaks_http1(r) && http1->can_run(r); }
-
   bool speaks_http1(const Request& r) {
     std::string origin = origin_of(r.url);
     if (!r.tls.server_name.empty()) {
@@ -604,7 +597,6 @@ struct CurlTransport::Impl {
 
   /// Runs one request on the shared loop; returns when it has ended.
   Response run_one(const Request& req) {
-    if (direct(req)) return http1->perform(req);
     std::call_once(loop_once, [this] {
       loop.session.multi = lib().multi_init();
       lib().multi_setopt(loop.session.multi, CURLMOPT_PIPELINING,
@@ -781,12 +773,6 @@ struct CurlTransport::Impl {
 CurlTransport::CurlTransport(CurlOptions options) : impl_(std::make_unique<Impl>()) {
   global_init();
   impl_->options = std::move(options);
-  if (impl_->options.http1_direct) {
-    Http1Options h;
-    h.user_agent = impl_->options.user_agent;
-    h.max_host_connections = static_cast<std::size_t>(impl_->options.max_host_connections);
-    impl_->http1 = std::make_unique<Http1Client>(std::move(h));
-  }
   impl_->share = lib().share_init();
   lib().share_setopt(impl_->share, CURLSHOPT_LOCKFUNC, &Impl::lock);
   lib().share_setopt(impl_->share, CURLSHOPT_UNLOCKFUNC, &Impl::unlock);
@@ -819,7 +805,6 @@ std::vector<Response> CurlTransport::perform_all(const std::vector<Request>& req
   std::vector<std::size_t> sent;  // the index in `reqs` of each of `ptrs`
   ptrs.reserve(reqs.size());
   sent.reserve(reqs.size());
-  bool direct = impl_->http1 != nullptr;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     if (std::string why = request_problem(reqs[i]); !why.empty()) {
       out[i] = not_sent(why);
@@ -827,10 +812,9 @@ std::vector<Response> CurlTransport::perform_all(const std::vector<Request>& req
     }
     ptrs.push_back(&reqs[i]);
     sent.push_back(i);
-    direct = direct && impl_->direct(reqs[i]);
   }
   if (ptrs.empty()) return out;
-  std::vector<Response> answers = direct ? impl_->http1->perform_all(ptrs) : impl_->run(ptrs);
+  std::vector<Response> answers = impl_->run(ptrs);
   for (std::size_t k = 0; k < answers.size(); ++k) out[sent[k]] = std::move(answers[k]);
   return out;
 }

@@ -16,11 +16,6 @@ struct CurlOptions {
   long max_host_connections = 8;
   /// Most transfers in flight at once in one perform_all.
   std::size_t max_in_flight = 256;
-  /// Requests to a server that has answered over HTTP/1.x (it offers no HTTP/2) run
-  /// on Http1Client (net/http1_client.h) instead of libcurl, where they can (no
-  /// proxy, no redirects, no streamed upload). For the API server: thousands of small
-  /// requests and hundreds of followed logs cost much less that way.
-  bool http1_direct = false;
   /// User-Agent header.
   std::string user_agent = "ktrain/" KTRAIN_VERSION;
 };
@@ -41,10 +36,6 @@ struct CurlOptions {
 ///   followed logs and watches cost one set of tables and share connections; the
 ///   calling thread waits while that thread calls the request's callbacks (which
 ///   therefore should not block for long);
-/// - with CurlOptions::http1_direct, requests to a server known to answer over
-///   HTTP/1.x go to Http1Client (net/http1_client.h) where it can run them: the same
-///   settings, the same failures, at a fraction of libcurl's cost per request and per
-///   connection; HTTP/2 servers stay on libcurl;
 /// - failures below HTTP come back classified (TransportFailure).
 /// Safe to call from several threads at once.
 class CurlTransport : public HttpTransport {

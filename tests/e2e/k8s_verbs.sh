@@ -80,7 +80,7 @@ expect_eq "$(kubectl get jobs -l ktrain.dev/run=idem-a -o name)" "job.batch/idem
 
 echo "== dry-run=server"
 k_ok "dry-run=server" submit -f ok.yaml --run-id s --dry-run=server -o json
-expect_eq "$(json 'd["objects"]' <<<"$out")" '["secret/ok-s-rdzv", "service/ok-s", "job.batch/ok-s"]' "dry-run=server: what the server accepted"
+expect_eq "$(json 'd["objects"]' <<<"$out")" '["service/ok-s", "secret/ok-s-rdzv", "job.batch/ok-s"]' "dry-run=server: what the server accepted"
 expect_eq "$(kubectl get job,service,secret -l ktrain.dev/run=ok-s -o name)" "" "dry-run=server created nothing"
 
 echo "== render | kubectl apply -f -"

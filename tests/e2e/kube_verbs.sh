@@ -104,13 +104,13 @@ expect_eq "$(api_curl "$bns/jobs/ok-a" | json 'd["metadata"]["labels"]["ktrain.d
 # The same --run-id again: nothing changes (same uid and resourceVersion), same output.
 k_ok "submit idem" submit -f idem.yaml --run-id a -o json
 expect_eq "$(json 'd["runs"]' <<<"$out")" '["idem-a"]' "submit -o json: runs"
-expect_eq "$(json 'd["objects"]' <<<"$out")" '["secret/idem-a-rdzv", "service/idem-a", "job.batch/idem-a"]' "submit -o json: objects"
+expect_eq "$(json 'd["objects"]' <<<"$out")" '["service/idem-a", "secret/idem-a-rdzv", "job.batch/idem-a"]' "submit -o json: objects"
 wait_for 'd["status"].get("ready")==2' "$bns/jobs/idem-a"
 sleep 0.2
 before="$(versions idem-a)"
 secret_before="$(api_curl "$ns/secrets/idem-a-rdzv" | json 'd["data"]["token"]')"
 k_ok "submit again" submit -f idem.yaml --run-id a -o json
-expect_eq "$(json 'd["objects"]' <<<"$out")" '["secret/idem-a-rdzv", "service/idem-a", "job.batch/idem-a"]' "submit again: same objects"
+expect_eq "$(json 'd["objects"]' <<<"$out")" '["service/idem-a", "secret/idem-a-rdzv", "job.batch/idem-a"]' "submit again: same objects"
 expect_eq "$(versions idem-a)" "$before" "submit again: same uid and resourceVersion of Job, Service, Secret"
 expect_eq "$(api_curl "$ns/secrets/idem-a-rdzv" | json 'd["data"]["token"]')" "$secret_before" "submit again: the running pods' token is kept"
 expect_eq "$(api_curl "$bns/jobs?labelSelector=ktrain.dev%2Frun%3Didem-a" | json 'len(d["items"])')" "1" "submit again: one Job"
@@ -122,8 +122,8 @@ k_ok "submit -o yaml" submit -f ok.yaml --run-id n -o yaml
 expect_eq "$out" "runs:
 - ok-n
 objects:
-- secret/ok-n-rdzv
 - service/ok-n
+- secret/ok-n-rdzv
 - job.batch/ok-n" "submit -o yaml: the runs and objects as YAML"
 k submit -f ok.yaml -o wide
 expect_eq "$rc" "2" "submit -o wide: exit 2"
@@ -143,7 +143,7 @@ k_ok "dry-run=client -o json" submit -f ok.yaml --run-id c --dry-run=client -o j
 expect_eq "$(json '[o["kind"]+"/"+o["metadata"]["name"] for o in d["items"]]' <<<"$out")" '["Secret/ok-c-rdzv", "Service/ok-c", "Job/ok-c"]' "dry-run=client -o json: a List"
 expect_eq "$(admin GET /_test/requests | json 'len(d)')" "0" "dry-run=client sends nothing"
 k_ok "dry-run=server" submit -f ok.yaml --run-id s --dry-run=server -o json
-expect_eq "$(json 'd["objects"]' <<<"$out")" '["secret/ok-s-rdzv", "service/ok-s", "job.batch/ok-s"]' "dry-run=server: the objects the server accepted"
+expect_eq "$(json 'd["objects"]' <<<"$out")" '["service/ok-s", "secret/ok-s-rdzv", "job.batch/ok-s"]' "dry-run=server: the objects the server accepted"
 expect_eq "$(admin GET /_test/requests | json 'sorted((r["method"], r["path"].split("/")[-1] if r["method"]=="PATCH" else r["path"].split("/")[-1], "dryRun=All" in r["query"], r["status"]) for r in d)')" \
   '[["PATCH", "ok-s", true, 201], ["PATCH", "ok-s", true, 201], ["POST", "secrets", true, 201]]' "dry-run=server: every request with dryRun=All"
 expect_eq "$(http_code "$bns/jobs/ok-s") $(http_code "$ns/services/ok-s") $(http_code "$ns/secrets/ok-s-rdzv")" "404 404 404" "dry-run=server creates nothing"
@@ -343,7 +343,7 @@ k_ok "submit a sweep" -n other submit -f sw.yaml --run-id s -o json
 admin DELETE /_test/faults >/dev/null
 expect_eq "$(json '" ".join(d["runs"][:2] + d["runs"][-1:]), len(d["runs"])' <<<"$out")" "('sw-s-0 sw-s-1 sw-s-149', 150)" "sweep: the runs"
 expect_eq "$(json 'len(d["objects"]), d["objects"][0], d["objects"][150], d["objects"][449]' <<<"$out")" \
-  "(450, 'secret/sw-s-0-rdzv', 'service/sw-s-0', 'job.batch/sw-s-149')" "sweep: objects named by step, then run by run"
+  "(450, 'service/sw-s-0', 'secret/sw-s-0-rdzv', 'job.batch/sw-s-149')" "sweep: objects named by step, then run by run"
 admin GET '/_test/requests' >"$work/sweep-reqs.json"
 python3 - "$work/sweep-reqs.json" <<'PY' || fail "sweep: a Job went before its Secret or Service was answered"
 import datetime, json, sys
@@ -359,8 +359,10 @@ for r in json.load(open(sys.argv[1])):
     if kind is None:
         continue
     name = p.rsplit("/", 1)[1]
-    if r["method"] == "PATCH" and kind in ("secret", "service") and name in owned.get(kind, set()) | ({name} if kind == "secret" else set()):
-        # The second PATCH of a Service, and any PATCH of a Secret: the Job made their owner.
+    # Secrets are created (owned by their Service) and never patched, read or listed.
+    assert not (kind == "secret" and r["method"] != "POST"), (r["method"], p)
+    if r["method"] == "PATCH" and kind == "service" and name in owned.get(kind, set()):
+        # The second PATCH of a Service: the Job made its owner.
         start.setdefault("owner-" + kind, []).append((t(r["time"]), name))
         continue
     owned.setdefault(kind, set()).add(name)
@@ -370,8 +372,8 @@ services = {n: s for s, n in start["service"]}
 assert len(jobs) == 150 and len(services) == 150 and len(start["secret"]) == 150, {k: len(v) for k, v in start.items()}
 for n, s in jobs.items():
     assert s >= services[n] + 0.03, (n, s - services[n])
-# Each run's Secret and Service were made the Job's after the Job was answered.
-for kind, suffix in (("owner-secret", "-rdzv"), ("owner-service", "")):
+# Each run's Service was made the Job's after the Job was answered.
+for kind, suffix in (("owner-service", ""),):
     patched = {n[: len(n) - len(suffix)] if suffix else n: s for s, n in start[kind]}
     assert sorted(patched) == sorted(jobs), kind
     for n, s in patched.items():

@@ -151,14 +151,6 @@ TEST_CASE("curl: lean streams to a server known to speak HTTP/1.1") {
     CHECK(largest > 0);
     CHECK(largest <= 4096);
   }
-  SUBCASE("with http1_direct, the ones after the first run on Http1Client") {
-    CurlOptions options;
-    options.http1_direct = true;
-    CurlTransport t(options);
-    CHECK(lean_get(t, largest) == std::string(1 << 20, 'x'));
-    CHECK(lean_get(t, largest) == std::string(1 << 20, 'x'));
-    CHECK(largest > 4096);  // Http1Client reads 16 KiB at a time; libcurl's buffer is 4
-  }
 }
 
 TEST_CASE("curl: on_data returning false stops the transfer (aborted)") {
