@@ -15,6 +15,7 @@ source_dir="$(cd "$KTRAIN_SOURCE" && pwd)"
 work="$(mktemp -d /tmp/ktrain-top.XXXXXX)"
 cleanup() { stop_apiserver; rm -rf "$work"; }
 # script [METRICS_SERVER_YAML]: the cluster; without an argument, metrics-server is in it.
+metrics_server='metricsServer: {podCpu: "7250m", podMemory: "48Gi", nodeCpu: "61500m", nodeMemory: "402Gi"}'
 script() {
   cat <<YAML
 nodes: 2
@@ -26,7 +27,7 @@ dcgmExporter:
   service: nvidia-dcgm-exporter
   port: 9400
   file: $source_dir/tests/fixtures/apiserver/dcgm/h100-8gpu.prom
-${1-metricsServer: {podCpu: "7250m", podMemory: "48Gi", nodeCpu: "61500m", nodeMemory: "402Gi"}}
+${1-$metrics_server}
 YAML
 }
 script >"$work/script.yaml"
@@ -93,7 +94,7 @@ expect_eq "$(json '[list(r.keys()) for r in d["ranks"]][0]' <<<"$out")" \
 expect_eq "$(json '[(r["rank"], r["pod"], r["node"], r["gpusRequested"], r["gpuCount"], r["gpuUtilPercent"], r["gpuMemoryUsedBytes"], r["gpuMemoryTotalBytes"], r["cpuCores"], r["memoryBytes"]) for r in d["ranks"]]' <<<"$out")" \
   "[[0, \"$pod0\", \"$node0\", 8, 8, 97.38, 622639185920, 684166479872, 7.25, 51539607552], [1, \"$pod1\", \"$node1\", 8, 8, 97.38, 622639185920, 684166479872, 7.25, 51539607552]]" "json: the ranks' figures"
 expect_eq "$(json 'd["ranks"][1]["gpus"][7]' <<<"$out")" \
-  '{"gpu": "7", "memoryTotalBytes": 85521596416, "memoryUsedBytes": 77869350912, "model": "NVIDIA H100 80GB HBM3", "utilPercent": 99.0, "uuid": "GPU-8f4d2b6e-1c7a-4d9f-a5b3-6e8c4f2d9b88"}' "json: a GPU"
+  '{"gpu": "7", "memoryTotalBytes": 85520809984, "memoryUsedBytes": 77869350912, "model": "NVIDIA H100 80GB HBM3", "utilPercent": 99.0, "uuid": "GPU-8f4d2b6e-1c7a-4d9f-a5b3-6e8c4f2d9b88"}' "json: a GPU"
 expect_eq "$(json '[(n["node"], n["exporter"], n["gpuCount"], n["cpuCores"], n["memoryBytes"]) for n in d["nodes"]]' <<<"$out")" \
   '[["node-1", true, 8, 61.5, 431644213248], ["node-2", true, 8, 61.5, 431644213248]]' "json: the nodes"
 expect_eq "$(api_curl "/_test/requests?path=/api/v1/namespaces/gpu-operator/pods/*" | json 'sorted(set(r["path"].split("/")[-3].split(":")[1] + "/" + r["path"].split("/")[-1] for r in d))')" \
@@ -101,7 +102,7 @@ expect_eq "$(api_curl "/_test/requests?path=/api/v1/namespaces/gpu-operator/pods
 
 echo "== top: one line per run"
 k_ok "top" top
-expect_eq "$out" "RUN    KIND   PODS  GPUS  GPU%  GPU MEMORY        CPU    MEMORY
+expect_eq "$out" "RUN    KIND   PODS  GPUS  GPU%  GPU MEMORY         CPU    MEMORY
 gpu-a  train  2     16    97%   1159.8/1274.4 GiB  14.50  96.0 GiB" "top: a line per run"
 k_ok "top -o json" top -o json
 expect_eq "$(json 'd["runs"]' <<<"$out")" \
