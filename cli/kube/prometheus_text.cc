@@ -121,9 +121,10 @@ bool parse_line(std::string_view line, PromSample& out, const PromLimits& limits
       }
       return false;
     }
+    skip_blanks(line, i);
   }
-  if (i >= line.size() || (line[i] != ' ' && line[i] != '\t')) return false;
-  skip_blanks(line, i);
+  // The value, after at least one blank (skipped above, after the name or the labels).
+  if (i == 0 || (line[i - 1] != ' ' && line[i - 1] != '\t')) return false;
   std::size_t end = i;
   while (end < line.size() && line[end] != ' ' && line[end] != '\t') ++end;
   const auto value = parse_value(line.substr(i, end - i));

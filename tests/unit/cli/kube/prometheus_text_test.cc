@@ -86,7 +86,7 @@ TEST_CASE("prometheus text: samples past the limit are dropped and the parse say
 
 TEST_CASE("prometheus text: only the wanted names are kept, and binary garbage is harmless") {
   std::string text = "keep 1\nskip{x=\"\\q\"} 2\n";
-  text += std::string("\0\xff\x01{}\"\\ 9\n", 11);
+  text += std::string("\0\xff\x01{}\"\\ 9\n", 10);
   text += "keep{a=\"b\"} 3";  // no final newline
   const auto p = parse_prometheus_text(text, [](std::string_view n) { return n == "keep"; });
   REQUIRE(p.samples.size() == 2);
