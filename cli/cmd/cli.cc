@@ -20,6 +20,7 @@
 #include "cmd/status.h"
 #include "cmd/stop.h"
 #include "cmd/submit.h"
+#include "cmd/top.h"
 #include "cmd/validate.h"
 #include "cmd/version.h"
 
@@ -32,11 +33,11 @@ using Adder = void (*)(CLI::App&, Env&, CommandResult&);
 /// Every verb, in the order `ktrain --help` lists them.
 const std::vector<Adder>& all_commands() {
   static const std::vector<Adder> adders = {
-      add_init_command,    add_validate_command, add_render_command,     add_build_command,
-      add_submit_command,  add_list_command,     add_status_command,     add_logs_command,
-      add_delete_command,  add_stop_command,     add_resume_command,     add_serve_command,
-      add_scale_command,   add_setup_command,    add_completion_command, add_schema_command,
-      add_version_command,
+      add_init_command,   add_validate_command, add_render_command, add_build_command,
+      add_submit_command, add_list_command,     add_status_command, add_top_command,
+      add_logs_command,   add_delete_command,   add_stop_command,   add_resume_command,
+      add_serve_command,  add_scale_command,    add_setup_command,  add_completion_command,
+      add_schema_command, add_version_command,
   };
   return adders;
 }
