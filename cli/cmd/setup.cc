@@ -106,6 +106,7 @@ const std::vector<AccessRule>& ktrain_access_rules() {
       {"autoscaling", "horizontalpodautoscalers", "", kOwn, "serve, scale, delete"},
       {"policy", "poddisruptionbudgets", "", kOwn, "serve, delete"},
       {"scheduling.volcano.sh", "podgroups", "", kOwn, "submit with scheduling.gang: volcano"},
+      {"metrics.k8s.io", "pods", "", {"get", "list"}, "top (CPU and memory)"},
   };
   return rules;
 }
@@ -121,6 +122,7 @@ const std::vector<AccessRule>& ktrain_view_rules() {
       {"autoscaling", "horizontalpodautoscalers", "", kRead, "status"},
       {"policy", "poddisruptionbudgets", "", kRead, "status"},
       {"scheduling.volcano.sh", "podgroups", "", kRead, "status"},
+      {"metrics.k8s.io", "pods", "", {"get", "list"}, "top"},
   };
   return rules;
 }
