@@ -87,6 +87,8 @@ std::string init_project_text(const InitOptions& o) {
        "                      # pods; one ktrain-launch per pod\n";
   s += "  gpus: " + std::to_string(o.gpus) +
        "                       # per node; one worker per GPU\n";
+  s += "  # cuda: \"12.1\"                # the image's CUDA: pods only where the driver runs "
+       "it\n";
   s += "  # cpu: \"8\"                   # Kubernetes quantities: 500m, 2, 16Gi\n";
   s += "  # memory: 64Gi\n";
   s += "  # shm: 16Gi                   # /dev/shm size (data loader workers need it)\n";
