@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "backend/kube_follow.h"
+#include "backend/log_line.h"
 #include "backend/run_id.h"
 #include "base/error.h"
 #include "base/random.h"
@@ -903,7 +904,9 @@ void KubeBackend::logs(const std::string& run, const LogOptions& opts, const Log
       opts.rank ? "[rank " + std::to_string(*opts.rank) + "]" : std::string();
 
   // Splits "TIMESTAMP text" and filters by worker rank; false when the sink says stop.
+  std::string cut;
   auto emit = [&](int node, std::string_view raw) {
+    raw = cut_long_line(raw, cut);
     LogLine line;
     line.rank = node;
     auto sp = raw.find(' ');

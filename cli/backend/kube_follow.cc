@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/kube_backend.h"
+#include "backend/log_line.h"
 #include "base/error.h"
 #include "base/timefmt.h"
 #include "kube/run_state.h"
@@ -571,34 +572,47 @@ class Follower {
       bool progressed = false;
       bool stopped = false;
       std::string partial, error_body;  // partial: a line not yet ended by "\n"
+      bool cutting = false;  // the line in progress was passed on cut: its rest is dropped
+      // One piece of a line, up to its "\n" (`ended`) or the end of the chunk; false
+      // when the follow stops. A line passes on straight from the chunk when it can.
+      auto line_piece = [&](std::string_view piece, bool ended) {
+        if (cutting) {
+          cutting = !ended;
+          return true;
+        }
+        if (piece.size() > kMaxLogLineBytes - partial.size()) {
+          partial.append(piece.substr(0, kMaxLogLineBytes - partial.size()));
+          mark_cut_line(partial);
+          cutting = !ended;
+        } else if (!ended) {
+          partial.append(piece);
+          return true;
+        } else if (partial.empty()) {
+          progressed = true;
+          return handle_line(piece);
+        } else {
+          partial.append(piece);
+        }
+        progressed = true;
+        const bool ok = handle_line(partial);
+        partial.clear();
+        if (partial.capacity() > kKeptLineBytes) partial.shrink_to_fit();
+        return ok;
+      };
       req.on_headers = [&status](int s, const net::Headers&) { status = s; };
       req.on_data = [&](std::string_view data) {
         if (status < 200 || status >= 300) {
-          error_body.append(data);
+          net::append_capped(error_body, data, kMaxErrorBodyBytes);  // for the message
           return true;
         }
         std::lock_guard<std::mutex> lk(sink_mu_);
         bool ok = !stop_;
         size_t start = 0;
-        if (ok && !partial.empty()) {
-          const size_t nl = data.find('\n');
-          if (nl == std::string_view::npos) {
-            partial.append(data);
-            return true;
-          }
-          partial.append(data.substr(0, nl));
-          progressed = true;
-          ok = handle_line(partial);
-          partial.clear();
-          if (partial.capacity() > kKeptLineBytes) partial.shrink_to_fit();
-          start = nl + 1;
-        }
         for (size_t nl; ok && (nl = data.find('\n', start)) != std::string_view::npos;
              start = nl + 1) {
-          progressed = true;
-          ok = handle_line(data.substr(start, nl - start));
+          ok = line_piece(data.substr(start, nl - start), true);
         }
-        if (ok) partial.assign(data.substr(start));
+        if (ok && start < data.size()) ok = line_piece(data.substr(start), false);
         if (opts_.flush) opts_.flush();
         if (!ok) {
           stopped = true;
@@ -682,6 +696,8 @@ class Follower {
   static constexpr std::chrono::milliseconds kSettleWait{500};
   /// A stream's unfinished line keeps at most this much memory once it has ended.
   static constexpr size_t kKeptLineBytes = 4096;
+  /// Of an error answer, the first this many bytes are kept (for its message).
+  static constexpr size_t kMaxErrorBodyBytes = 1 << 20;
 
   kube::Client& client_;
   const Env& env_;

@@ -30,7 +30,7 @@ struct VersionOptions {
       const nlohmann::json v = with_context("asking the API server for its version",
                                             [&] { return client.get("/version"); });
       j["serverVersion"] = nlohmann::ordered_json::parse(v.dump());
-      j["server"] = client.config().cluster.server;
+      j["server"] = net::redact_url(client.config().cluster.server);
     }
     if (o == "json" || o == "yaml") {
       print_document(env, j, o);

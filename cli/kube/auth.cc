@@ -125,6 +125,12 @@ ExecCredential run_exec_plugin(const ClientConfig& cfg, const Env& env, ProcessR
   const auto status = out.value("status", nlohmann::json::object());
   ExecCredential c;
   c.token = status.value("token", "");
+  if (holds_line_break_or_nul(c.token)) {
+    throw Error(who +
+                    " returned a token that holds a line break (CR or LF) or NUL, which cannot "
+                    "go in an HTTP header",
+                exit_code::kUnreachable);
+  }
   c.client_cert_pem = status.value("clientCertificateData", "");
   c.client_key_pem = status.value("clientKeyData", "");
   if (c.token.empty() && (c.client_cert_pem.empty() || c.client_key_pem.empty())) {
@@ -196,7 +202,14 @@ void Credentials::apply(net::Request& req) {
     if (bearer.empty() && !u.token.empty()) bearer = u.token;
     if (bearer.empty() && !u.token_file.empty()) {
       if (!file_token_) {
-        file_token_ = trim(read_credential_file(env_, u.token_file, "token file", cfg_));
+        std::string token = trim(read_credential_file(env_, u.token_file, "token file", cfg_));
+        if (holds_line_break_or_nul(token)) {
+          throw Error("the token file " + u.token_file + " of " + user_label(cfg_) +
+                          " holds a line break (CR or LF) or NUL inside the token, which "
+                          "cannot go in an HTTP header; write the token on one line",
+                      exit_code::kUnreachable);
+        }
+        file_token_ = std::move(token);
       }
       bearer = *file_token_;
     }

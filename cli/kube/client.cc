@@ -4,6 +4,8 @@
 #include <cctype>
 #include <map>
 
+#include "base/json_error.h"
+
 namespace ktrain::kube {
 
 namespace {
@@ -159,7 +161,8 @@ ApiError status_error(const ClientConfig& config, const net::Request& req,
 
 Error transport_error(const ClientConfig& config, const net::Request& req,
                       const net::Response& resp) {
-  const std::string server = config.cluster.server;
+  // The kubeconfig's server URL may carry user:password@ or a token in its query.
+  const std::string server = net::redact_url(config.cluster.server);
   const std::string detail = resp.failure_message.empty() ? "" : " (" + resp.failure_message + ")";
   std::string text;
   switch (resp.failure) {
@@ -285,7 +288,8 @@ nlohmann::json parse_body(const net::Request& req, const net::Response& resp) {
     return nlohmann::json::parse(resp.body);
   } catch (const nlohmann::json::exception& e) {
     throw Error(req.method + " " + net::redact_url(req.url) +
-                ": the API server answered with something that is not JSON (" + e.what() + ")");
+                ": the API server answered with something that is not JSON (" + json_error_text(e) +
+                ")");
   }
 }
 
@@ -347,7 +351,8 @@ std::string Client::list(const std::string& path, const ListOptions& opts,
         page = nlohmann::json::parse(resp.body, keep);
       } catch (const nlohmann::json::exception& e) {
         throw Error(req.method + " " + net::redact_url(req.url) +
-                    ": the API server answered with something that is not JSON (" + e.what() + ")");
+                    ": the API server answered with something that is not JSON (" +
+                    json_error_text(e) + ")");
       }
     }
     resp.body.clear();

@@ -181,6 +181,10 @@ std::string trim(std::string s) {
 
 }  // namespace
 
+bool holds_line_break_or_nul(std::string_view s) {
+  return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
+}
+
 std::optional<ClientConfig> load_in_cluster_config(const Env& env, const std::string& dir) {
   auto host = env.var("KUBERNETES_SERVICE_HOST");
   auto port = env.var("KUBERNETES_SERVICE_PORT");
@@ -301,6 +305,14 @@ ClientConfig load_client_config(const Env& env, const LoadOptions& opts) {
                   exit_code::kUnreachable);
     }
     c.user = read_user(us->second);
+    // The token goes in a header as it is: a line break in it would end that header
+    // and start one of the file's choosing. Like client-go, refuse it (never quoting it).
+    if (holds_line_break_or_nul(c.user.token)) {
+      throw Error("user '" + c.user_name + "' in kubeconfig " + us->second.file->path +
+                      ": its token holds a line break (CR or LF) or NUL, which cannot go in an "
+                      "HTTP header; write the token on one line",
+                  exit_code::kUnreachable);
+    }
   }
   c.namespace_ = env.global.namespace_;
   if (c.namespace_.empty()) c.namespace_ = scalar(cn, "namespace");

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -87,6 +88,9 @@ ClientConfig load_client_config(const Env& env, const LoadOptions& opts = {});
 /// Parses the in-cluster config from `dir` and KUBERNETES_SERVICE_HOST/PORT; nullopt when
 /// not running in a cluster (the variables or the token file are missing).
 std::optional<ClientConfig> load_in_cluster_config(const Env& env, const std::string& dir);
+
+/// Whether `s` holds CR, LF or NUL: a credential that cannot go in an HTTP header.
+bool holds_line_break_or_nul(std::string_view s);
 
 /// Standard base64 decoding (whitespace ignored); throws Error on invalid input.
 std::string base64_decode(const std::string& in);

@@ -30,7 +30,15 @@ std::chrono::milliseconds reconnect_delay(int failures) {
 namespace {
 
 /// How one watch connection ended.
-enum class WatchEnd { kResume, kRelist, kCancelled };
+enum class WatchEnd { kResume, kRelist, kCancelled, kTooLong };
+
+/// The longest watch event read: 16 MiB. An event is one object; the API server
+/// stores none larger than etcd's 1.5 MiB request limit, so a longer line is a
+/// server gone wrong, and is not buffered without end waiting for its newline.
+constexpr std::size_t kMaxWatchEventBytes = std::size_t{16} << 20;
+
+/// Of an error answer, the first this many bytes are kept (for its message).
+constexpr std::size_t kMaxErrorBodyBytes = std::size_t{1} << 20;
 
 }  // namespace
 
@@ -82,7 +90,7 @@ void list_watch(Client& client, const Env& env, const std::string& path, const W
     req.on_headers = [&status](int s, const net::Headers&) { status = s; };
     req.on_data = [&](std::string_view data) {
       if (status < 200 || status >= 300) {
-        error_body.append(data);
+        net::append_capped(error_body, data, kMaxErrorBodyBytes);
         return true;
       }
       partial.append(data);
@@ -110,9 +118,18 @@ void list_watch(Client& client, const Env& env, const std::string& path, const W
         if (handlers.on_event) handlers.on_event(type, *obj);
       }
       partial.erase(0, start);
+      if (partial.size() > kMaxWatchEventBytes) {
+        end = WatchEnd::kTooLong;
+        return false;
+      }
       return true;
     };
     auto resp = client.send_unchecked(req);
+    if (end == WatchEnd::kTooLong) {
+      throw Error("watching " + path + ": an event from the API server is longer than " +
+                  net::size_text(kMaxWatchEventBytes) +
+                  " (no object is that large; the server, or something between, is wrong)");
+    }
     if (cancelled()) return;
     if (progressed) failures = 0;
     if (end == WatchEnd::kRelist) {

@@ -187,6 +187,7 @@ struct Transfer {
   std::uint64_t read_offset = 0;
   bool headers_delivered = false;
   bool aborted = false;
+  bool too_large = false;   ///< the body passed Request::max_body_bytes
   bool short_body = false;  ///< body_reader ended before body_length
   bool in_flight = false;
   bool done = false;  ///< finished (lean streams: set by the loop thread, under its mutex)
@@ -234,8 +235,19 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
       t->aborted = true;
       return 0;
     }
-  } else {
-    t->resp.body.append(chunk);
+    return size * n;
+  }
+  const std::size_t max = t->req->max_body_bytes;
+  curl_off_t announced = -1;
+  if (t->resp.body.empty() &&
+      lib().easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced) == CURLE_OK &&
+      announced > 0 && static_cast<std::uint64_t>(announced) > max) {
+    t->too_large = true;  // by its Content-Length: not a byte of it is read
+    return 0;
+  }
+  if (!append_capped(t->resp.body, chunk, max)) {
+    t->too_large = true;
+    return 0;
   }
   return size * n;
 }
@@ -524,12 +536,16 @@ struct CurlTransport::Impl {
         http1_origins.erase(origin_of(t.url));
       }
     }
-    if (t.aborted) code = CURLE_WRITE_ERROR;
-    t.resp.failure = classify(code);
+    if (t.aborted || t.too_large) code = CURLE_WRITE_ERROR;
+    t.resp.failure = t.too_large ? TransportFailure::kTooLarge : classify(code);
     if (code != CURLE_OK) {
       t.resp.failure_message =
           t.errbuf[0] ? std::string(t.errbuf.data()) : lib().easy_strerror(code);
       if (t.aborted) t.resp.failure_message = "stopped by the receiver";
+      if (t.too_large) {
+        t.resp.failure_message = "more than " + size_text(t.req->max_body_bytes);
+        std::string().swap(t.resp.body);
+      }
       if (t.short_body) {
         t.resp.failure_message = "the request body ended after " + std::to_string(t.read_offset) +
                                  " of " + std::to_string(t.req->body_length) + " bytes";
@@ -537,7 +553,8 @@ struct CurlTransport::Impl {
       // Keep the status of an answer that was cut short or stopped; otherwise 0.
       if (t.resp.failure != TransportFailure::kAborted &&
           t.resp.failure != TransportFailure::kDropped &&
-          t.resp.failure != TransportFailure::kTimeout) {
+          t.resp.failure != TransportFailure::kTimeout &&
+          t.resp.failure != TransportFailure::kTooLarge) {
         status = 0;
       }
     }
@@ -752,20 +769,33 @@ CurlTransport::~CurlTransport() {
 }
 
 Response CurlTransport::perform(const Request& req) {
+  // libcurl sends a header value as it is: a line break in it would start a header
+  // (or a request) of its own.
+  if (std::string why = request_problem(req); !why.empty()) return not_sent(why);
   return impl_->run_one(req);
 }
 
 std::vector<Response> CurlTransport::perform_all(const std::vector<Request>& reqs) {
-  if (reqs.size() == 1) return {impl_->run_one(reqs.front())};
+  if (reqs.size() == 1) return {perform(reqs.front())};
+  std::vector<Response> out(reqs.size());
   std::vector<const Request*> ptrs;
+  std::vector<std::size_t> sent;  // the index in `reqs` of each of `ptrs`
   ptrs.reserve(reqs.size());
+  sent.reserve(reqs.size());
   bool direct = impl_->http1 != nullptr;
-  for (const auto& r : reqs) {
-    ptrs.push_back(&r);
-    direct = direct && impl_->direct(r);
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (std::string why = request_problem(reqs[i]); !why.empty()) {
+      out[i] = not_sent(why);
+      continue;
+    }
+    ptrs.push_back(&reqs[i]);
+    sent.push_back(i);
+    direct = direct && impl_->direct(reqs[i]);
   }
-  if (direct) return impl_->http1->perform_all(ptrs);
-  return impl_->run(ptrs);
+  if (ptrs.empty()) return out;
+  std::vector<Response> answers = direct ? impl_->http1->perform_all(ptrs) : impl_->run(ptrs);
+  for (std::size_t k = 0; k < answers.size(); ++k) out[sent[k]] = std::move(answers[k]);
+  return out;
 }
 
 }  // namespace ktrain::net

@@ -74,6 +74,10 @@ std::string describe_failure(const Response& resp, const std::string& url) {
       return "the connection to " + host + " closed before the response was complete" + detail;
     case TransportFailure::kAborted:
       return "the transfer from " + host + " was stopped" + detail;
+    case TransportFailure::kTooLarge:
+      return "the answer from " + host + " is too large to read whole" + detail;
+    case TransportFailure::kNotSent:
+      return "the request to " + host + " was not sent" + detail;
     case TransportFailure::kOther:
       break;
   }
@@ -83,6 +87,57 @@ std::string describe_failure(const Response& resp, const std::string& url) {
 void throw_if_failed(const Response& resp, const std::string& url) {
   if (resp.failure == TransportFailure::kNone) return;
   throw TransportError(describe_failure(resp, url), resp.failure);
+}
+
+namespace {
+
+bool has_line_break_or_nul(std::string_view s) {
+  return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
+}
+
+}  // namespace
+
+std::string request_problem(const Request& req) {
+  if (has_line_break_or_nul(req.method) || req.method.find(' ') != std::string::npos) {
+    return "the method holds a space, a line break (CR or LF) or NUL";
+  }
+  if (has_line_break_or_nul(req.url)) return "the URL holds a line break (CR or LF) or NUL";
+  for (const auto& [name, value] : req.headers) {
+    if (name.empty() || has_line_break_or_nul(name) ||
+        name.find_first_of(": \t") != std::string::npos) {
+      return "a header name is empty or holds a colon, a space, a line break (CR or LF) or NUL";
+    }
+    if (has_line_break_or_nul(value)) {
+      return "the value of the " + name + " header holds a line break (CR or LF) or NUL";
+    }
+  }
+  return "";
+}
+
+Response not_sent(const std::string& why) {
+  Response r;
+  r.failure = TransportFailure::kNotSent;
+  r.failure_message = why;
+  return r;
+}
+
+bool append_capped(std::string& s, std::string_view data, std::size_t max) {
+  const std::size_t room = s.size() < max ? max - s.size() : 0;
+  const bool fits = data.size() <= room;
+  const std::size_t n = fits ? data.size() : room;
+  if (s.capacity() < s.size() + n) {
+    s.reserve(std::min(max, std::max(s.size() + n, 2 * s.capacity())));
+  }
+  s.append(data.substr(0, n));
+  return fits;
+}
+
+std::string size_text(std::size_t bytes) {
+  if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0) {
+    return std::to_string(bytes >> 20) + " MiB";
+  }
+  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " bytes";
 }
 
 std::string redact_url(const std::string& url) {

@@ -31,6 +31,14 @@ struct TlsConfig {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
+/// The most bytes of an answer's body that a request keeps by default (256 MiB). An
+/// answer read whole is a page of a list, an object, a manifest, a token or a log
+/// without --follow: none comes near it, and an answer past it (a server gone wrong,
+/// or a hostile one) fails at that point instead of taking the machine's memory.
+/// Streamed answers (Request::on_data) have no such limit here: their readers bound
+/// what they keep.
+inline constexpr std::size_t kMaxBodyBytes = std::size_t{256} << 20;
+
 /// One HTTP request.
 struct Request {
   std::string method = "GET";
@@ -61,6 +69,10 @@ struct Request {
   /// When set, response body bytes are handed here as they arrive (and not kept in
   /// Response::body). Return false to stop the transfer.
   std::function<bool(std::string_view)> on_data;
+  /// Without on_data: the most bytes of the body kept in Response::body. A longer
+  /// answer (by its Content-Length, or as it arrives) fails with
+  /// TransportFailure::kTooLarge, keeping none of it.
+  std::size_t max_body_bytes = kMaxBodyBytes;
   /// When set, called once with the status and headers before any on_data call.
   std::function<void(int status, const Headers& headers)> on_headers;
   /// Text for logs (-v) instead of the URL, when the URL itself carries a secret.
@@ -78,12 +90,14 @@ struct Request {
 /// What kind of failure happened below HTTP.
 enum class TransportFailure {
   kNone,
-  kResolve,  ///< the host name did not resolve
-  kConnect,  ///< connection refused or unreachable
-  kTls,      ///< TLS handshake or certificate verification failed
-  kTimeout,  ///< connect, read or whole-request timeout
-  kDropped,  ///< the connection closed before the response was complete
-  kAborted,  ///< on_data returned false
+  kResolve,   ///< the host name did not resolve
+  kConnect,   ///< connection refused or unreachable
+  kTls,       ///< TLS handshake or certificate verification failed
+  kTimeout,   ///< connect, read or whole-request timeout
+  kDropped,   ///< the connection closed before the response was complete
+  kAborted,   ///< on_data returned false
+  kTooLarge,  ///< the answer's body is longer than Request::max_body_bytes
+  kNotSent,   ///< the request cannot be sent as it is (a header with CR, LF or NUL)
   kOther,
 };
 
@@ -114,6 +128,23 @@ std::string describe_failure(const Response& resp, const std::string& url);
 /// Throws TransportError(describe_failure(...)) when `resp` failed below HTTP.
 void throw_if_failed(const Response& resp, const std::string& url);
 
+/// Why `req` cannot be sent, or "" when it can: a header name or value, the method or
+/// the URL holds CR, LF or NUL (which would end a header line and start another: a
+/// header of the sender's choosing, or a request), or a header name is empty or holds
+/// a colon or a space. Names the header, never its value. Transports answer such a
+/// request with TransportFailure::kNotSent and this text, without sending it.
+std::string request_problem(const Request& req);
+
+/// A Response for a request that was not sent, and why (TransportFailure::kNotSent).
+Response not_sent(const std::string& why);
+
+/// Appends `data` to `s` unless `s` would grow past `max` bytes; then appends what
+/// fits and returns false. Grows `s`'s buffer no further than `max`.
+bool append_capped(std::string& s, std::string_view data, std::size_t max);
+
+/// "256 MiB", "64 KiB" or "1000 bytes": a size for messages.
+std::string size_text(std::size_t bytes);
+
 /// `url` with secrets removed, for logs and messages: user:password@ and query
 /// parameters that carry credentials (token, access_token, signature, ...) become
 /// "REDACTED".
@@ -122,11 +153,14 @@ std::string redact_url(const std::string& url);
 /// The standard reason phrase of an HTTP status ("Too Many Requests"), "" when unknown.
 const char* reason_phrase(int status);
 
-/// A failure below HTTP, as an Error with exit status 3 (cannot reach the server).
+/// A failure below HTTP, as an Error with exit status 3 (cannot reach the server), or
+/// 1 for an answer too large to read (the server answered, wrongly).
 class TransportError : public Error {
  public:
   TransportError(const std::string& message, TransportFailure failure)
-      : Error(message, exit_code::kUnreachable), failure_(failure) {}
+      : Error(message, failure == TransportFailure::kTooLarge ? exit_code::kFailed
+                                                              : exit_code::kUnreachable),
+        failure_(failure) {}
   TransportFailure failure() const { return failure_; }
 
  private:

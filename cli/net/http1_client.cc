@@ -343,6 +343,10 @@ struct Http1Client::Impl {
   /// it cannot be sent.
   bool prepare(Exchange& x, const Request& req) {
     x.req = &req;
+    if (std::string why = request_problem(req); !why.empty()) {
+      x.resp = not_sent(why);  // a line break in a header would start another
+      return false;
+    }
     auto target = parse_target(req.url);
     if (!target || !ssl) {
       x.resp.failure = TransportFailure::kOther;
@@ -487,7 +491,7 @@ struct Http1Client::Impl {
     x.resp.failure_message = std::move(message);
     // Keep the status of an answer that was cut short or stopped, as libcurl's does.
     if (kind != TransportFailure::kAborted && kind != TransportFailure::kDropped &&
-        kind != TransportFailure::kTimeout) {
+        kind != TransportFailure::kTimeout && kind != TransportFailure::kTooLarge) {
       x.resp.status = 0;
     }
     x.phase = Exchange::Phase::kDone;
@@ -498,12 +502,19 @@ struct Http1Client::Impl {
     x.phase = Exchange::Phase::kDone;
   }
 
+  /// Ends `x`: its answer is longer than the request keeps (none of it is kept).
+  void too_large(Exchange& x) {
+    std::string().swap(x.resp.body);
+    fail(x, TransportFailure::kTooLarge, "more than " + size_text(x.req->max_body_bytes));
+  }
+
   /// Delivers answer body bytes; false when the receiver stopped the transfer.
   bool deliver(Exchange& x, std::string_view data) {
     if (data.empty()) return true;
     if (!x.req->on_data) {
-      x.resp.body.append(data);
-      return true;
+      if (append_capped(x.resp.body, data, x.req->max_body_bytes)) return true;
+      too_large(x);
+      return false;
     }
     if (x.req->on_data(data)) return true;
     fail(x, TransportFailure::kAborted, "stopped by the receiver");
@@ -567,6 +578,10 @@ struct Http1Client::Impl {
     } else if (chunked) {
       x.framing = Exchange::Framing::kChunked;
     } else if (length) {
+      if (!x.req->on_data && *length > x.req->max_body_bytes) {
+        too_large(x);  // by its Content-Length: not a byte of it is read
+        return false;
+      }
       x.framing = Exchange::Framing::kLength;
       x.left = *length;
     } else {

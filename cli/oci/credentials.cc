@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/json_error.h"
 
 namespace ktrain::oci {
 
@@ -179,7 +180,8 @@ Credentials DockerConfigCredentials::lookup(const std::string& registry) {
   try {
     cfg = nlohmann::json::parse(env_.fs->read_file(path_));
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path_ + ": not valid JSON: " + e.what(), exit_code::kUnreachable);
+    // Never the text: it holds passwords and tokens.
+    throw Error(path_ + ": not valid JSON: " + json_error_text(e), exit_code::kUnreachable);
   }
   if (cfg.contains("credHelpers") && cfg["credHelpers"].is_object()) {
     for (const auto& key : auth_keys(registry)) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/json_error.h"
 #include "oci/digest.h"
 #include "oci/image.h"
 
@@ -201,27 +202,46 @@ std::string RegistryClient::authorize(const std::string& challenge, const Repo& 
   }
   net::Response r = transport_.perform(tr);
   net::throw_if_failed(r, tr.url);
+  const std::string realm = net::redact_url(params["realm"]);
   if (r.status == 401 || r.status == 403) {
-    throw Error("getting a token from " + params["realm"] + " for " + repo.str() + ": " +
+    throw Error("getting a token from " + realm + " for " + repo.str() + ": " +
                     status_text(r.status) + ": the token service refused the credentials from " +
                     creds.source +
                     (creds.username.empty() ? "" : " (user '" + creds.username + "')"),
                 exit_code::kUnreachable);
   }
   if (!r.ok()) {
-    throw Error("getting a token from " + params["realm"] + ": " + std::to_string(r.status),
+    throw Error("getting a token from " + realm + ": " + std::to_string(r.status),
                 exit_code::kUnreachable);
   }
+  // What is wrong with the answer is said without quoting it: it holds the token.
+  std::string token;
   try {
     auto j = nlohmann::json::parse(r.body);
-    std::string token = j.value("token", "");
-    if (token.empty()) token = j.value("access_token", "");
-    if (token.empty()) throw Error("no token in the answer");
-    return "Bearer " + token;
-  } catch (const std::exception& e) {
-    throw Error("getting a token from " + params["realm"] + ": " + e.what(),
+    if (!j.is_object()) throw Error("the answer is not a JSON object");
+    for (const char* key : {"token", "access_token"}) {
+      auto it = j.find(key);
+      if (token.empty() && it != j.end() && it->is_string()) token = it->get<std::string>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(
+        "getting a token from " + realm + ": the answer is not valid JSON: " + json_error_text(e),
+        exit_code::kUnreachable);
+  } catch (const Error& e) {
+    throw Error("getting a token from " + realm + ": " + e.what(), exit_code::kUnreachable);
+  }
+  if (token.empty()) {
+    throw Error("getting a token from " + realm + ": no token in the answer (no \"token\" or " +
+                    "\"access_token\" string)",
                 exit_code::kUnreachable);
   }
+  if (token.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+    throw Error("getting a token from " + realm +
+                    ": the token in the answer holds a line break (CR or LF) or NUL, which "
+                    "cannot go in an HTTP header",
+                exit_code::kUnreachable);
+  }
+  return "Bearer " + token;
 }
 
 net::Response RegistryClient::send(net::Request req, const Repo& repo, bool push,

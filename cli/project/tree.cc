@@ -1,10 +1,15 @@
 #include "project/tree.h"
 
+#include <yaml-cpp/anchor.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <map>
 #include <set>
+#include <sstream>
 
 namespace ktrain::project {
 
@@ -19,6 +24,136 @@ Origin origin_of(const YAML::Mark& m) {
     o.column = m.column + 1;
   }
   return o;
+}
+
+// What aliases may add to a file, over all its aliases: each alias stands for a copy of
+// the whole node it names, and aliases of aliases multiply ("a billion laughs": seven
+// levels of ten aliases each are ten million values, in 330 bytes). Real project files
+// alias a few lists or maps of a few values; these limits are far above that, and far
+// below what would take memory or time to notice. Keys count as values.
+constexpr std::uint64_t kMaxAliasValues = 100'000;
+constexpr std::uint64_t kMaxAliasBytes = 16 << 20;  // of scalar text, keys included
+
+/// A file refused before its aliases are expanded.
+struct AliasProblem {
+  TreeProblem problem;
+};
+
+/// Counts, from yaml-cpp's parse events, how many values the aliases of a text expand
+/// to (without expanding them: each anchored node's size is kept), and throws
+/// AliasProblem at the alias that passes the limits, or at an alias inside the node it
+/// names (which would expand without end).
+class AliasCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {
+    sizes_.clear();
+    names_.clear();
+    open_.clear();
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override { leaf(anchor, 0); }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                const std::string& value) override {
+    leaf(anchor, value.size());
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(anchor);
+  }
+  void OnMapEnd() override { close(); }
+  void OnAnchor(const YAML::Mark&, const std::string& name) override { pending_name_ = name; }
+
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    const std::string alias = names_.count(anchor) ? "*" + names_[anchor] : "an alias";
+    auto it = sizes_.find(anchor);
+    if (it == sizes_.end()) {
+      // yaml-cpp refuses aliases of anchors not yet defined: this one is still open.
+      fail(mark, "alias " + alias + " is inside the node it names, so it would expand without end");
+    }
+    const Size s = it->second;
+    add(s);
+    expanded_.values = saturating_add(expanded_.values, s.values);
+    expanded_.bytes = saturating_add(expanded_.bytes, s.bytes);
+    if (expanded_.values > kMaxAliasValues) {
+      fail(mark, "too many alias expansions: with " + alias + " here, the file's aliases make " +
+                     "more than " + std::to_string(kMaxAliasValues) +
+                     " values; ktrain expands no more");
+    }
+    if (expanded_.bytes > kMaxAliasBytes) {
+      fail(mark, "too many alias expansions: with " + alias + " here, the file's aliases copy " +
+                     "more than " + std::to_string(kMaxAliasBytes >> 20) +
+                     " MiB of text; ktrain expands no more");
+    }
+  }
+
+ private:
+  struct Size {
+    std::uint64_t values = 0;
+    std::uint64_t bytes = 0;
+  };
+  struct Open {
+    YAML::anchor_t anchor;
+    Size size;
+  };
+
+  static std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+  }
+
+  [[noreturn]] static void fail(const YAML::Mark& mark, std::string message) {
+    throw AliasProblem{{origin_of(mark), "", std::move(message)}};
+  }
+
+  void name(YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor && !pending_name_.empty()) names_[anchor] = pending_name_;
+    pending_name_.clear();
+  }
+  void add(const Size& s) {
+    if (open_.empty()) return;
+    Size& into = open_.back().size;
+    into.values = saturating_add(into.values, s.values);
+    into.bytes = saturating_add(into.bytes, s.bytes);
+  }
+  void leaf(YAML::anchor_t anchor, std::size_t bytes) {
+    name(anchor);
+    const Size s{1, bytes};
+    if (anchor != YAML::NullAnchor) sizes_[anchor] = s;
+    add(s);
+  }
+  void open(YAML::anchor_t anchor) {
+    name(anchor);
+    open_.push_back({anchor, Size{1, 0}});
+  }
+  void close() {
+    if (open_.empty()) return;
+    const Open done = open_.back();
+    open_.pop_back();
+    if (done.anchor != YAML::NullAnchor) sizes_[done.anchor] = done.size;
+    add(done.size);
+  }
+
+  std::map<YAML::anchor_t, Size> sizes_;  ///< of the anchored nodes that have ended
+  std::map<YAML::anchor_t, std::string> names_;
+  std::vector<Open> open_;  ///< the sequences and maps being read, outermost first
+  std::string pending_name_;
+  Size expanded_;  ///< what the aliases so far stand for, over the whole text
+};
+
+/// Reads `text` through yaml-cpp's parser, counting what its aliases expand to; throws
+/// AliasProblem when that is too much (and YAML::Exception for syntax errors, as
+/// YAML::LoadAll would). Returns at once for a text without aliases.
+void check_aliases(const std::string& text) {
+  if (text.find('*') == std::string::npos) return;
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  AliasCounter counter;
+  while (parser.HandleNextDocument(counter)) {
+  }
 }
 
 bool convert(const YAML::Node& node, const std::string& path, int depth, Value& out,
@@ -150,7 +285,13 @@ std::string describe(const Value& v) {
 bool parse_tree(const std::string& text, Value& root, std::vector<TreeProblem>& problems) {
   std::vector<YAML::Node> docs;
   try {
+    // yaml-cpp shares an anchored node among its aliases; converting it below copies
+    // it for each, so what that makes is bounded first.
+    check_aliases(text);
     docs = YAML::LoadAll(text);
+  } catch (const AliasProblem& p) {
+    problems.push_back(p.problem);
+    return false;
   } catch (const YAML::Exception& e) {
     Origin o = origin_of(e.mark);
     std::string msg = e.msg;
@@ -300,8 +441,12 @@ void apply_set(Value& root, const std::string& set, const std::vector<std::strin
   Value value;
   std::vector<TreeProblem> ignored;
   try {
+    check_aliases(raw_value);
     YAML::Node n = YAML::Load(raw_value);
     if (!convert(n, path, 0, value, ignored) || !ignored.empty()) throw YAML::Exception({}, "");
+  } catch (const AliasProblem& p) {
+    fail(path, p.problem.message);
+    return;
   } catch (const YAML::Exception&) {
     value = Value{};
     value.kind = Value::Kind::kScalar;

@@ -36,6 +36,7 @@ declare -A not_yaml=(
   [unclosed-quote.yaml]="a YAML syntax error: the quote is never closed"
   [two-documents.yaml]="two YAML documents"
   [duplicate-key.yaml]="a key given twice: YAML forbids it and JSON cannot hold it"
+  [alias-bomb.yaml]="aliases of aliases that expand to ten million values: editors refuse them too"
 )
 declare -A semantic=(
   [patches-drop-image.yaml]="the merge patch is valid; the object it makes is not (checked after rendering)"

@@ -6,7 +6,9 @@ check of ktrain.yaml (tests/e2e/project_schema.sh).
 
 For each FILE, writes OUT_DIR/<name>.json (<name>: FILE's name without .yaml), or
 OUT_DIR/<name>.refused with the reason when FILE is not one YAML document that JSON
-can hold: not UTF-8 text, a syntax error, several documents, a key given twice.
+can hold: not UTF-8 text, a syntax error, several documents, a key given twice, or
+aliases that expand to more than MAX_ALIAS_VALUES values (editors' YAML readers refuse
+those too: yaml-language-server's allows 100 aliases).
 
 Plain scalars are resolved with YAML 1.2's core schema, as yaml-language-server (and
 ktrain) read them: true/false and null (and their capitalised forms), integers and
@@ -68,6 +70,37 @@ def construct_mapping(loader, node):
 Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
 Loader.add_constructor("tag:yaml.org,2002:map", construct_mapping)
 
+# What aliases may add to a document, as ktrain counts it (cli/project/tree.cc).
+MAX_ALIAS_VALUES = 100_000
+
+
+def check_aliases(root):
+    """Raises ValueError when the aliases under `root` (a composed node, whose aliases
+    share the node they name) expand to more than MAX_ALIAS_VALUES values, or without
+    end; the sizes are counted, not expanded."""
+    sizes = {}
+    open_nodes = set()
+
+    def size(node):
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise ValueError("not one YAML document: an alias inside the node it names")
+        open_nodes.add(key)
+        n = 1
+        if isinstance(node, yaml.SequenceNode):
+            n += sum(size(item) for item in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            n += sum(size(k) + size(v) for k, v in node.value)
+        open_nodes.discard(key)
+        sizes[key] = n
+        return n
+
+    if root is not None and size(root) - len(sizes) > MAX_ALIAS_VALUES:
+        raise ValueError(f"not one YAML document: too many alias expansions "
+                         f"(more than {MAX_ALIAS_VALUES} values)")
+
 
 def convert(path):
     """The JSON text of the YAML file at `path`; raises ValueError saying why not."""
@@ -80,10 +113,15 @@ def convert(path):
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ValueError(f"not UTF-8: {e.reason} at byte {e.start}")
+    loader = Loader(text)
     try:
-        value = yaml.load(text, Loader=Loader)
+        node = loader.get_single_node()
+        check_aliases(node)
+        value = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as e:
         raise ValueError("not one YAML document: " + " ".join(str(e).split()))
+    finally:
+        loader.dispose()
     try:
         return json.dumps(value, allow_nan=False, indent=2) + "\n"
     except (TypeError, ValueError) as e:

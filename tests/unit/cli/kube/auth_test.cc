@@ -86,6 +86,42 @@ TEST_CASE("auth: a missing token file is exit 3 naming the user") {
   }
 }
 
+TEST_CASE("auth: a token file or exec token with a line break inside is refused, unquoted") {
+  TestEnv t;
+  FakeProcessRunner runner;
+  auto cfg = kube_test::token_config("");
+  cfg.user.token_file = "/tok";
+  t.fs.files["/tok"] = "abc.s3cr3t\r\nX-Injected: 1\n";
+  kube::Credentials creds(cfg, t.env, runner);
+  net::Request r;
+  try {
+    creds.apply(r);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) ==
+          "the token file /tok of user 'alice' in kubeconfig /home/u/.kube/config holds a line "
+          "break (CR or LF) or NUL inside the token, which cannot go in an HTTP header; write "
+          "the token on one line");
+    CHECK(e.exit_status() == 3);
+  }
+  CHECK(auth_header(r).empty());
+
+  auto xcfg = exec_config("client.authentication.k8s.io/v1");
+  runner.results = {{0, exec_output("client.authentication.k8s.io/v1", "abc.s3cr3t\nX: 1"), ""}};
+  kube::Credentials xcreds(xcfg, t.env, runner);
+  net::Request xr;
+  try {
+    xcreds.apply(xr);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("the exec credential plugin 'get-token' of user 'alice' in kubeconfig "
+                 "/home/u/.kube/config returned a token that holds a line break") == 0);
+    CHECK(m.find("s3cr3t") == std::string::npos);
+  }
+  CHECK(auth_header(xr).empty());
+}
+
 TEST_CASE("auth: client certificate and key from files or data go to the TLS settings") {
   TestEnv t;
   FakeProcessRunner runner;

@@ -259,6 +259,64 @@ TEST_CASE("client: failures below HTTP are plain words with exit status 3") {
   }
 }
 
+TEST_CASE("client: the server's URL is printed redacted, in every failure below HTTP") {
+  TestEnv t;
+  FakeProcessRunner runner;
+  FakeTransport tr;
+  auto cfg = kube_test::token_config();
+  cfg.cluster.server = "https://admin:pa55word@api.test:6443/?access_token=t0ken&x=1";
+  kube::Client client(cfg, tr, t.env, runner);
+  for (auto kind : {net::TransportFailure::kConnect, net::TransportFailure::kResolve,
+                    net::TransportFailure::kTls, net::TransportFailure::kTimeout,
+                    net::TransportFailure::kDropped, net::TransportFailure::kOther}) {
+    tr.handler = [kind](const net::Request&) {
+      net::Response r;
+      r.failure = kind;
+      return r;
+    };
+    try {
+      client.get("/version");
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      CAPTURE(m);
+      CHECK(m.find("pa55word") == std::string::npos);
+      CHECK(m.find("t0ken") == std::string::npos);
+      CHECK(m.find("admin") == std::string::npos);
+    }
+  }
+  tr.handler = [](const net::Request&) {
+    net::Response r;
+    r.failure = net::TransportFailure::kConnect;
+    return r;
+  };
+  CHECK_THROWS_WITH_AS(
+      client.get("/version"),
+      doctest::Contains("cannot connect to the API server at "
+                        "https://REDACTED@api.test:6443/?access_token=REDACTED&x=1 "
+                        "of context 'test'"),
+      Error);
+}
+
+TEST_CASE("client: an answer that is not JSON is described without quoting it") {
+  Fixture f;
+  f.tr.handler = [](const net::Request&) {
+    net::Response r;
+    r.status = 200;
+    r.body = R"({"kind":"Secret","data":{"password":"cGE1NXdvcmQ=)";
+    return r;
+  };
+  try {
+    f.client.get("/api/v1/namespaces/ml/secrets/s");
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("the API server answered with something that is not JSON (parse error at ") !=
+          std::string::npos);
+    CHECK(m.find("cGE1") == std::string::npos);
+  }
+}
+
 TEST_CASE("client: get_if_exists is nullopt on 404 and throws on other errors") {
   Fixture f;
   int status = 404;

@@ -464,6 +464,33 @@ TEST_CASE("kube backend: logs fetch each rank's current pod log with the options
   CHECK_THROWS_AS(f.kb.logs("r", node, [](const backend::LogLine&) { return true; }), UsageError);
 }
 
+TEST_CASE("kube backend: a log line longer than 1 MiB is cut there and marked") {
+  Fixture f;
+  f.api.objects["/api/v1/namespaces/ml/pods/r-0-a"] = {
+      {"metadata",
+       {{"name", "r-0-a"},
+        {"labels", {{"ktrain.dev/run", "r"}, {"batch.kubernetes.io/job-completion-index", "0"}}}}},
+      {"status", {{"phase", "Running"}}}};
+  const std::string ts = "2027-01-15T07:10:00.000000001Z ";
+  f.tr.handler = [&](const net::Request& r) {
+    if (r.url.find("/log") == std::string::npos) return f.api.handle(r);
+    net::Response resp;
+    resp.status = 200;
+    resp.body = ts + "before\n" + ts + std::string(3 << 20, 'x') + "\n" + ts + "after\n";
+    return resp;
+  };
+  std::vector<backend::LogLine> lines;
+  f.kb.logs("r", {}, [&](const backend::LogLine& l) {
+    lines.push_back(l);
+    return true;
+  });
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].text == "before");
+  CHECK(lines[1].timestamp == "2027-01-15T07:10:00.000000001Z");
+  CHECK(lines[1].text == std::string((1 << 20) - ts.size(), 'x') + " [ktrain: line cut at 1 MiB]");
+  CHECK(lines[2].text == "after");
+}
+
 TEST_CASE("kube backend: logs of an unknown run is 'not found'") {
   Fixture f;
   CHECK_THROWS_WITH_AS(f.kb.logs("nope", {}, [](const backend::LogLine&) { return true; }),

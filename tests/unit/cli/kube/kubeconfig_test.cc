@@ -162,6 +162,33 @@ TEST_CASE("kubeconfig: a missing --kubeconfig file and invalid YAML are clear er
                        ktrain::Error);
 }
 
+TEST_CASE("kubeconfig: a token with a line break is refused naming the file and user, not it") {
+  // "\r\nX-Injected: 1" would reach the server as a header of its own.
+  for (const char* token : {R"("abc.s3cr3t\r\nX-Injected: 1")", R"("abc.s3cr3t\nX: 1")",
+                            R"("abc.s3cr3t\0")", "|\n      abc.s3cr3t\n      X-Injected: 1"}) {
+    CAPTURE(token);
+    TestEnv t;
+    t.fs.files["/cfg/k.yaml"] = std::string(R"(current-context: c
+clusters: [{name: cl, cluster: {server: "https://k.example:6443"}}]
+contexts: [{name: c, context: {cluster: cl, user: mallory}}]
+users:
+- name: mallory
+  user:
+    token: )") + token + "\n";
+    t.env.global.kubeconfig = "/cfg/k.yaml";
+    try {
+      load_client_config(t.env);
+      FAIL("expected an error");
+    } catch (const ktrain::Error& e) {
+      const std::string m = e.what();
+      CHECK(m ==
+            "user 'mallory' in kubeconfig /cfg/k.yaml: its token holds a line break (CR or LF) "
+            "or NUL, which cannot go in an HTTP header; write the token on one line");
+      CHECK(e.exit_status() == 3);
+    }
+  }
+}
+
 TEST_CASE("kubeconfig: no current-context and no --context is an error listing contexts") {
   TestEnv t;
   t.fs.files["/k"] = "contexts: [{name: c1, context: {cluster: x}}]\n";

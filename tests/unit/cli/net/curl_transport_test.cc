@@ -247,3 +247,109 @@ TEST_CASE("curl: TLS verification failure, a trusted CA, and tls-server-name") {
     CHECK(t.perform(r).status == 200);
   }
 }
+
+namespace {
+
+/// A server whose /count answers with how many requests reached it, and whose
+/// /endless streams 64 KiB chunks (8 MiB at most) without a length.
+struct CountingServer {
+  httplib::Server s;
+  std::atomic<int> requests{0};
+  CountingServer() {
+    s.set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
+      ++requests;
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    routes(s);
+    s.Get("/endless", [](const httplib::Request&, httplib::Response& res) {
+      res.set_chunked_content_provider("text/plain", [](size_t, httplib::DataSink& sink) {
+        const std::string chunk(64 * 1024, 'x');
+        for (int i = 0; i < 128; ++i) {
+          if (!sink.write(chunk.data(), chunk.size())) return false;
+        }
+        sink.done();
+        return true;
+      });
+    });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("curl: an answer longer than max_body_bytes fails as too large, none of it kept") {
+  CHECK(Request{}.max_body_bytes == std::size_t{256} << 20);
+  CountingServer cs;
+  Running<httplib::Server> srv(cs.s);
+  CurlTransport t;
+  Request r;
+  r.max_body_bytes = 64 * 1024;
+  for (const char* path : {"/big", "/endless"}) {  // by its Content-Length; as it arrives
+    CAPTURE(path);
+    r.url = srv.url("http", path);
+    Response resp = t.perform(r);
+    CHECK(resp.failure == TransportFailure::kTooLarge);
+    CHECK(resp.status == 200);
+    CHECK(resp.body.empty());
+    CHECK(describe_failure(resp, r.url) == "the answer from 127.0.0.1:" + std::to_string(srv.port) +
+                                               " is too large to read whole (more than 64 KiB)");
+    try {
+      throw_if_failed(resp, r.url);
+      FAIL("expected an error");
+    } catch (const TransportError& e) {
+      CHECK(e.exit_status() == 1);  // the server answered, wrongly
+    }
+  }
+  r.url = srv.url("http", "/big");
+  r.max_body_bytes = 1 << 20;  // exactly its length
+  Response whole = t.perform(r);
+  CHECK(whole.failure == TransportFailure::kNone);
+  CHECK(whole.body.size() == std::size_t{1} << 20);
+  r.max_body_bytes = 1024;  // a streamed answer has no such limit here
+  std::size_t streamed = 0;
+  r.on_data = [&](std::string_view d) {
+    streamed += d.size();
+    return true;
+  };
+  CHECK(t.perform(r).failure == TransportFailure::kNone);
+  CHECK(streamed == std::size_t{1} << 20);
+}
+
+TEST_CASE("curl: a header with CR, LF or NUL is not sent; it does not become two") {
+  CountingServer cs;
+  Running<httplib::Server> srv(cs.s);
+  CurlTransport t;
+  const std::vector<Headers> bad = {
+      {{"Authorization", "Bearer abc.s3cr3t\r\nX-Injected: 1"}},
+      {{"Authorization", "Bearer abc.s3cr3t\nX-Injected: 1"}},
+      {{"Authorization", std::string("Bearer abc.s3cr3t\0", 18)}},
+      {{"X-Injected: 1\r\nAuthorization", "x"}},
+  };
+  for (const auto& headers : bad) {
+    Request r;
+    r.url = srv.url("http", "/auth");
+    r.headers = headers;
+    Response resp = t.perform(r);
+    CHECK(resp.failure != TransportFailure::kNone);
+    CHECK(resp.status == 0);
+    const std::string why = describe_failure(resp, r.url);
+    CHECK(why.find("was not sent") != std::string::npos);
+    CHECK(why.find("s3cr3t") == std::string::npos);
+  }
+  CHECK(cs.requests == 0);
+
+  std::vector<Request> reqs(3);
+  for (auto& r : reqs) r.url = srv.url("http", "/auth");
+  reqs[0].headers = {{"Authorization", "Bearer good"}};
+  reqs[1].headers = {{"Authorization", "Bearer bad\r\nX: 1"}};
+  reqs[2].headers = {{"Authorization", "Bearer also-good"}};
+  auto out = t.perform_all(reqs);
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].body == "Bearer good");
+  CHECK(out[1].failure != TransportFailure::kNone);
+  CHECK(describe_failure(out[1], reqs[1].url) ==
+        "the request to 127.0.0.1:" + std::to_string(srv.port) +
+            " was not sent (the value of the Authorization header holds a line break (CR or LF) "
+            "or NUL)");
+  CHECK(out[2].body == "Bearer also-good");
+  CHECK(cs.requests == 2);
+}

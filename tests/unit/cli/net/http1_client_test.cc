@@ -437,3 +437,64 @@ TEST_CASE("http1: a new connection closed before any answer is not resent") {
   Response resp = t.perform(r);
   CHECK(resp.failure == TransportFailure::kDropped);
 }
+
+TEST_CASE("http1: an answer longer than max_body_bytes fails as too large; streams do not") {
+  httplib::Server s;
+  routes(s);
+  s.Get("/endless", [](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("text/plain", [](size_t, httplib::DataSink& sink) {
+      const std::string chunk(64 * 1024, 'x');
+      for (int i = 0; i < 128; ++i) {
+        if (!sink.write(chunk.data(), chunk.size())) return false;
+      }
+      sink.done();
+      return true;
+    });
+  });
+  Running<httplib::Server> srv(s);
+  Http1Client t(options());
+  for (const char* path : {"/big", "/endless"}) {  // by its Content-Length; as it arrives
+    CAPTURE(path);
+    Request r = lean(srv.url("http", path));
+    r.max_body_bytes = 64 * 1024;
+    Response resp = t.perform(r);
+    CHECK(resp.failure == TransportFailure::kTooLarge);
+    CHECK(resp.failure_message == "more than 64 KiB");
+    CHECK(resp.status == 200);
+    CHECK(resp.body.empty());
+  }
+  Request whole = lean(srv.url("http", "/big"));
+  whole.max_body_bytes = 1 << 20;
+  CHECK(t.perform(whole).body.size() == std::size_t{1} << 20);
+  Request streamed = lean(srv.url("http", "/endless"));
+  streamed.max_body_bytes = 1024;
+  std::size_t n = 0;
+  streamed.on_data = [&](std::string_view d) {
+    n += d.size();
+    return true;
+  };
+  CHECK(t.perform(streamed).failure == TransportFailure::kNone);
+  CHECK(n == std::size_t{8} << 20);
+}
+
+TEST_CASE("http1: a header with CR, LF or NUL is not sent") {
+  std::atomic<int> requests{0};
+  httplib::Server s;
+  s.set_pre_routing_handler([&](const httplib::Request&, httplib::Response&) {
+    ++requests;
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  routes(s);
+  Running<httplib::Server> srv(s);
+  Http1Client t(options());
+  Request r = lean(srv.url("http", "/auth"));
+  r.headers = {{"Authorization", "Bearer abc.s3cr3t\r\nX-Injected: 1"}};
+  Response resp = t.perform(r);
+  CHECK(resp.failure == TransportFailure::kNotSent);
+  CHECK(resp.failure_message ==
+        "the value of the Authorization header holds a line break (CR or LF) or NUL");
+  r.headers = {{"Authorization", "Bearer fine"}};
+  r.url = srv.url("http", "/auth\r\nX-Injected: 1");
+  CHECK(t.perform(r).failure == TransportFailure::kNotSent);
+  CHECK(requests == 0);
+}

@@ -87,6 +87,34 @@ TEST_CASE("credentials: a bad auth value is an error that does not print it") {
   CHECK_THROWS_WITH_AS(c.lookup("r.test"), doctest::Contains("not valid base64"), Error);
 }
 
+TEST_CASE("credentials: a malformed config.json is an error that says where, never what") {
+  const std::string secret = base64_encode("me:s3cr3t-pw");
+  Fixture f;
+  DockerConfigCredentials c(f.env, f.runner());
+  // A quote left open, a value cut short, a stray byte after a secret: nlohmann's own
+  // messages quote the bytes it read ("last read: '...'"), the secret among them.
+  const std::vector<std::string> texts = {R"({"auths":{"r.test":{"auth":")" + secret + "}}}",
+                                          R"({"auths":{"r.test":{"auth":")" + secret + "\n\"}}}",
+                                          R"({"auths":{"r.test":{"auth":)" + secret + "}}}",
+                                          R"({"auths":{"r.test":{"password":"s3cr3t-pw"})"};
+  for (const std::string& text : texts) {
+    CAPTURE(text);
+    f.fs.files["/home/u/.docker/config.json"] = text;
+    try {
+      c.lookup("r.test");
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      CHECK(m.find("/home/u/.docker/config.json: not valid JSON: parse error at line ") == 0);
+      CHECK(m.find(secret) == std::string::npos);
+      CHECK(m.find(secret.substr(0, 6)) == std::string::npos);
+      CHECK(m.find("s3cr3t") == std::string::npos);
+      CHECK(m.find("last read") == std::string::npos);
+      CHECK(e.exit_status() == exit_code::kUnreachable);
+    }
+  }
+}
+
 TEST_CASE("credentials: base64 round trip") {
   for (std::string s : {"", "a", "ab", "abc", "abcd", "user:p@ss"})
     CHECK(base64_decode(base64_encode(s)) == s);

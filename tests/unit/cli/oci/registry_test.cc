@@ -97,6 +97,36 @@ TEST_CASE("registry: Basic auth challenge; refused credentials name their source
   CHECK(header(t.seen.at(1), "Authorization") == "Basic Ym9iOmh1bnRlcjI=");
 }
 
+TEST_CASE("registry: a token service's malformed answer is described, the token never quoted") {
+  const std::string challenge =
+      R"(Bearer realm="https://u:pw@auth.test/token?access_token=abc",service="reg.test")";
+  for (const std::string& body :
+       {std::string(R"({"token":"eyJhbGciOi.s3cr3t)"),
+        std::string(R"({"token":"eyJhbGciOi.s3cr3t"x)"), std::string(R"(eyJhbGciOi.s3cr3t)"),
+        std::string(R"({"token":7})"), std::string(R"({"token":"eyJhbGciOi.s3cr3t
+X-Injected: 1"})")}) {
+    CAPTURE(body);
+    ScriptedTransport t;
+    FixedCredentials creds;
+    t.script = {canned(401, "", {{"WWW-Authenticate", challenge}}), canned(200, body)};
+    RegistryClient c(t, creds);
+    try {
+      c.blob_exists({"reg.test", "team/app"}, "sha256:" + std::string(64, 'a'));
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      CHECK(
+          m.find("getting a token from https://REDACTED@auth.test/token?access_token=REDACTED: ") ==
+          0);
+      CHECK(m.find("s3cr3t") == std::string::npos);
+      CHECK(m.find("eyJ") == std::string::npos);
+      CHECK(m.find("pw@") == std::string::npos);
+      CHECK(e.exit_status() == exit_code::kUnreachable);
+    }
+    CHECK(t.seen.size() == 2);  // nothing sent with a token
+  }
+}
+
 TEST_CASE("registry: an index resolves to the requested platform") {
   ScriptedTransport t;
   FixedCredentials creds;

@@ -1,0 +1,58 @@
+// list_watch: what it reads of a watch stream.
+#include "kube/watch.h"
+
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kube/client.h"
+#include "kube_fakes.h"
+
+using namespace ktrain;
+using kube_test::FakeProcessRunner;
+using kube_test::FakeTransport;
+using kube_test::TestEnv;
+using nlohmann::json;
+
+TEST_CASE("watch: an event longer than 16 MiB is an error, not buffered without end") {
+  TestEnv t;
+  FakeProcessRunner runner;
+  FakeTransport tr;
+  std::size_t sent = 0;
+  int watches = 0;
+  tr.handler = [&](const net::Request& r) {
+    if (kube_test::query_param(r.url, "watch") != "1") {
+      return kube_test::json_response(
+          200, {{"metadata", {{"resourceVersion", "5"}}}, {"items", json::array()}});
+    }
+    // One event (on the first watch), then a line that never ends: 1 MiB at a time, up
+    // to 64 MiB.
+    r.on_headers(200, {});
+    const json added = {{"type", "ADDED"},
+                        {"object", {{"metadata", {{"name", "p"}, {"resourceVersion", "6"}}}}}};
+    if (++watches == 1 && !r.on_data(added.dump() + "\n")) return net::Response{200};
+    const std::string chunk(1 << 20, 'x');
+    for (int i = 0; i < 64 && r.on_data(i == 0 ? "{\"type\":\"ADDED\"," + chunk : chunk); ++i) {
+      sent += chunk.size();
+    }
+    net::Response resp;
+    resp.status = 200;
+    return resp;
+  };
+  kube::Client client(kube_test::token_config(), tr, t.env, runner);
+  kube::WatchOptions opts;
+  opts.max_failures = 3;
+  std::vector<std::string> events;
+  kube::WatchHandlers handlers;
+  handlers.on_event = [&](const std::string& type, json& obj) {
+    events.push_back(type + " " + obj["metadata"].value("name", ""));
+  };
+  CHECK_THROWS_WITH_AS(
+      kube::list_watch(client, t.env, "/api/v1/namespaces/ml/pods", opts, handlers),
+      "watching /api/v1/namespaces/ml/pods: an event from the API server is longer than 16 MiB "
+      "(no object is that large; the server, or something between, is wrong)",
+      Error);
+  CHECK(events == std::vector<std::string>{"ADDED p"});
+  CHECK(watches == 1);
+  CHECK(sent <= std::size_t{17} << 20);  // stopped at the limit, not at the end
+}
