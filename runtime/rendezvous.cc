@@ -105,6 +105,19 @@ bool out_of_descriptors(int err) {
 
 }  // namespace
 
+Hello parse_hello(const Message& m) {
+  Hello h;
+  h.version = m.get("version");
+  h.run = m.get("run");
+  h.cnonce = m.get("cnonce");
+  h.info.node_rank = static_cast<int>(m.get_int("node_rank", 0, kMaxNodes - 1));
+  h.info.nnodes = static_cast<int>(m.get_int("nnodes", 1, kMaxNodes));
+  h.info.nproc = static_cast<int>(m.get_int("nproc", 1, kMaxProcsPerNode));
+  h.info.framework = m.get("framework");
+  h.info.addr = m.get("addr");
+  return h;
+}
+
 int max_pending_connections(int nnodes) {
   return static_cast<int>(std::clamp<int64_t>(int64_t(nnodes) * 4, 16, 4096));
 }
@@ -157,14 +170,11 @@ World RendezvousServer::gather(const std::string& nccl_id_hex) {
       if (p.state == 0) {
         if (m.type != "hello") fail("expected a hello, got '" + m.type + "'");
         p.hello_body = encode_body(m);
-        p.version = m.get("version");
-        p.run = m.get("run");
-        p.cnonce = m.get("cnonce");
-        p.info.node_rank = static_cast<int>(m.get_int("node_rank", 0, kMaxNodes - 1));
-        p.info.nnodes = static_cast<int>(m.get_int("nnodes", 1, kMaxNodes));
-        p.info.nproc = static_cast<int>(m.get_int("nproc", 1, kMaxProcsPerNode));
-        p.info.framework = m.get("framework");
-        p.info.addr = m.get("addr");
+        Hello h = parse_hello(m);
+        p.version = std::move(h.version);
+        p.run = std::move(h.run);
+        p.cnonce = std::move(h.cnonce);
+        p.info = std::move(h.info);
         if (p.info.addr.empty()) p.info.addr = p.from;
         p.snonce = to_hex(random_bytes(16));
         Message c;

@@ -74,6 +74,18 @@ class RendezvousServer {
 World join_rendezvous(const Config& config, const NodeInfo& self, Connection& conn,
                       const ResolverOptions& resolver = {});
 
+/// What a node's hello says.
+struct Hello {
+  std::string version;
+  std::string run;
+  std::string cnonce;
+  NodeInfo info;  ///< info.addr is "" when the node leaves it to node 0
+};
+
+/// Reads the fields of a hello (its type already checked); throws LaunchError(76)
+/// naming a field that is missing, not a number or out of range.
+Hello parse_hello(const Message& m);
+
 /// The proof node 0 sends for the client nonce `cnonce` and its own `snonce`;
 /// `run` is the run named in the node's hello.
 std::string server_proof(const std::string& secret, const std::string& run,

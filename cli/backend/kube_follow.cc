@@ -569,36 +569,9 @@ class Follower {
       req.cancelled = [this] { return stop_.load(); };
       req.lean = true;
       int status = 0;
-      bool progressed = false;
       bool stopped = false;
-      std::string partial, error_body;  // partial: a line not yet ended by "\n"
-      bool cutting = false;  // the line in progress was passed on cut: its rest is dropped
-      // One piece of a line, up to its "\n" (`ended`) or the end of the chunk; false
-      // when the follow stops. A line passes on straight from the chunk when it can.
-      auto line_piece = [&](std::string_view piece, bool ended) {
-        if (cutting) {
-          cutting = !ended;
-          return true;
-        }
-        if (piece.size() > kMaxLogLineBytes - partial.size()) {
-          partial.append(piece.substr(0, kMaxLogLineBytes - partial.size()));
-          mark_cut_line(partial);
-          cutting = !ended;
-        } else if (!ended) {
-          partial.append(piece);
-          return true;
-        } else if (partial.empty()) {
-          progressed = true;
-          return handle_line(piece);
-        } else {
-          partial.append(piece);
-        }
-        progressed = true;
-        const bool ok = handle_line(partial);
-        partial.clear();
-        if (partial.capacity() > kKeptLineBytes) partial.shrink_to_fit();
-        return ok;
-      };
+      LineFramer lines;
+      std::string error_body;
       req.on_headers = [&status](int s, const net::Headers&) { status = s; };
       req.on_data = [&](std::string_view data) {
         if (status < 200 || status >= 300) {
@@ -606,13 +579,7 @@ class Follower {
           return true;
         }
         std::lock_guard<std::mutex> lk(sink_mu_);
-        bool ok = !stop_;
-        size_t start = 0;
-        for (size_t nl; ok && (nl = data.find('\n', start)) != std::string_view::npos;
-             start = nl + 1) {
-          ok = line_piece(data.substr(start, nl - start), true);
-        }
-        if (ok && start < data.size()) ok = line_piece(data.substr(start), false);
+        const bool ok = !stop_ && lines.feed(data, handle_line);
         if (opts_.flush) opts_.flush();
         if (!ok) {
           stopped = true;
@@ -623,6 +590,7 @@ class Follower {
       };
       auto resp = client_.send_unchecked(req);
       if (stopped || stop_) return;
+      const bool progressed = lines.progressed();
       if (progressed) failures = 0;
 
       if (resp.failure == net::TransportFailure::kNone && status >= 200 && status < 300) {
@@ -642,9 +610,9 @@ class Follower {
           terminated = container_state(*pod, container_) == ContainerState::kTerminated;
         }
         if (terminated) {
-          if (!partial.empty()) {
+          if (!lines.rest().empty()) {
             std::lock_guard<std::mutex> lk(sink_mu_);  // a last line without "\n"
-            if (!stop_ && !handle_line(partial)) sink_stopped();
+            if (!stop_ && !handle_line(lines.rest())) sink_stopped();
           }
           return;
         }
@@ -694,8 +662,6 @@ class Follower {
   static constexpr int kMaxFailures = 30;
   /// How long a stream that ended waits for the pod watch to say why.
   static constexpr std::chrono::milliseconds kSettleWait{500};
-  /// A stream's unfinished line keeps at most this much memory once it has ended.
-  static constexpr size_t kKeptLineBytes = 4096;
   /// Of an error answer, the first this many bytes are kept (for its message).
   static constexpr size_t kMaxErrorBodyBytes = 1 << 20;
 

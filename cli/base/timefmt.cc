@@ -93,6 +93,13 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
   }
   if (!ok || pos != s.size()) return std::nullopt;
   const std::time_t tt = timegm(&tm) - offset;
+  // system_clock counts nanoseconds in 64 bits: from 1677 to 2262. A time outside that
+  // cannot be represented, and is as malformed as a 13th month.
+  constexpr auto kMaxSeconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::duration::max())
+          .count() -
+      1;
+  if (tt < -kMaxSeconds || tt > kMaxSeconds) return std::nullopt;
   return std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::seconds(tt) + std::chrono::nanoseconds(nanos)));

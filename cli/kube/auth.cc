@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/json_field.h"
 #include "base/timefmt.h"
 
 namespace ktrain::kube {
@@ -114,25 +115,26 @@ ExecCredential run_exec_plugin(const ClientConfig& cfg, const Env& env, ProcessR
     throw Error(who + " did not print an ExecCredential as JSON on stdout",
                 exit_code::kUnreachable);
   }
-  if (!out.is_object() || out.value("kind", "") != "ExecCredential") {
+  if (!out.is_object() || string_field(out, "kind") != "ExecCredential") {
     throw Error(who + " printed JSON that is not an ExecCredential", exit_code::kUnreachable);
   }
-  if (out.value("apiVersion", "") != x.api_version) {
-    throw Error(who + " returned apiVersion '" + out.value("apiVersion", "") + "', but the " +
+  if (string_field(out, "apiVersion") != x.api_version) {
+    throw Error(who + " returned apiVersion '" + string_field(out, "apiVersion") + "', but the " +
                     "kubeconfig asks for '" + x.api_version + "'",
                 exit_code::kUnreachable);
   }
-  const auto status = out.value("status", nlohmann::json::object());
+  const auto found = out.find("status");
+  const auto status = found != out.end() && found->is_object() ? *found : nlohmann::json::object();
   ExecCredential c;
-  c.token = status.value("token", "");
+  c.token = string_field(status, "token");
   if (holds_line_break_or_nul(c.token)) {
     throw Error(who +
                     " returned a token that holds a line break (CR or LF) or NUL, which cannot "
                     "go in an HTTP header",
                 exit_code::kUnreachable);
   }
-  c.client_cert_pem = status.value("clientCertificateData", "");
-  c.client_key_pem = status.value("clientKeyData", "");
+  c.client_cert_pem = string_field(status, "clientCertificateData");
+  c.client_key_pem = string_field(status, "clientKeyData");
   if (c.token.empty() && (c.client_cert_pem.empty() || c.client_key_pem.empty())) {
     throw Error(who + " returned neither a token nor a client certificate and key",
                 exit_code::kUnreachable);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/json_error.h"
+#include "base/json_field.h"
 
 namespace ktrain::kube {
 
@@ -369,8 +370,8 @@ std::string Client::list(const std::string& path, const ListOptions& opts,
     }
     cont.clear();
     if (auto md = page.find("metadata"); md != page.end() && md->is_object()) {
-      cont = md->value("continue", "");
-      resource_version = md->value("resourceVersion", "");
+      cont = string_field(*md, "continue");
+      resource_version = string_field(*md, "resourceVersion");
     }
   } while (!cont.empty());
   return resource_version;

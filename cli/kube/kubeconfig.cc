@@ -105,7 +105,10 @@ void merge_named(const ConfigFile& f, const char* list_key, const char* item_key
     std::string name = scalar(item, "name");
     if (name.empty()) continue;
     if (into.count(name)) continue;  // the first file that names it wins
-    into[name] = Entry{item[item_key], &f};
+    // An entry without its `cluster:` (`user:`, `context:`) reads as an empty one: the
+    // node yaml-cpp returns for a missing key cannot even be assigned.
+    const YAML::Node node = item[item_key];
+    into[name] = Entry{node.IsDefined() ? node : YAML::Node(), &f};
   }
 }
 

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "base/error.h"
+#include "base/json_field.h"
 
 namespace ktrain::kube {
 
@@ -100,7 +101,7 @@ void list_watch(Client& client, const Env& env, const std::string& path, const W
         if (line.empty()) continue;
         json ev = json::parse(line, keep, /*allow_exceptions=*/false);
         if (!ev.is_object()) continue;  // not JSON: skipped, the next event resyncs
-        const std::string type = ev.value("type", "");
+        const std::string type = string_field(ev, "type");
         auto obj = ev.find("object");
         if (obj == ev.end() || !obj->is_object()) continue;
         if (type == "ERROR") {
@@ -111,7 +112,7 @@ void list_watch(Client& client, const Env& env, const std::string& path, const W
           return false;
         }
         if (auto md = obj->find("metadata"); md != obj->end() && md->is_object()) {
-          if (auto v = md->value("resourceVersion", ""); !v.empty()) rv = v;
+          if (auto v = string_field(*md, "resourceVersion"); !v.empty()) rv = v;
         }
         progressed = true;
         if (type == "BOOKMARK") continue;

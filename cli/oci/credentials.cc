@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/json_error.h"
+#include "base/json_field.h"
 
 namespace ktrain::oci {
 
@@ -42,8 +43,8 @@ Credentials from_helper(const HelperRunner& run, const std::string& helper,
   }
   try {
     auto j = nlohmann::json::parse(out);
-    std::string user = j.value("Username", "");
-    std::string secret = j.value("Secret", "");
+    std::string user = string_field(j, "Username");
+    std::string secret = string_field(j, "Secret");
     if (user == "<token>") {
       c.identity_token = secret;
     } else {
@@ -186,7 +187,12 @@ Credentials DockerConfigCredentials::lookup(const std::string& registry) {
   if (cfg.contains("credHelpers") && cfg["credHelpers"].is_object()) {
     for (const auto& key : auth_keys(registry)) {
       if (cfg["credHelpers"].contains(key)) {
-        return from_helper(runner_, cfg["credHelpers"][key].get<std::string>(), registry);
+        const std::string helper = string_field(cfg["credHelpers"], key);
+        if (helper.empty()) {
+          throw Error(path_ + ": credHelpers." + key + " is not the name of a credential helper",
+                      exit_code::kUnreachable);
+        }
+        return from_helper(runner_, helper, registry);
       }
     }
   }

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/json_error.h"
+#include "base/json_field.h"
 #include "oci/digest.h"
 #include "oci/image.h"
 
@@ -55,8 +56,8 @@ std::string registry_message(const net::Response& resp) {
     std::string out;
     for (const auto& e : j.at("errors")) {
       if (!out.empty()) out += "; ";
-      out += e.value("code", "");
-      std::string m = e.value("message", "");
+      out += string_field(e, "code");
+      std::string m = string_field(e, "message");
       if (!m.empty()) out += (out.empty() ? "" : ": ") + m;
     }
     return out;
@@ -100,8 +101,10 @@ bool platform_matches(const nlohmann::json& p, const std::string& want) {
     s = e + 1;
   }
   if (parts.size() < 2) return false;
-  if (p.value("os", "") != parts[0] || p.value("architecture", "") != parts[1]) return false;
-  if (parts.size() >= 3 && p.value("variant", "") != parts[2]) return false;
+  if (string_field(p, "os") != parts[0] || string_field(p, "architecture") != parts[1]) {
+    return false;
+  }
+  if (parts.size() >= 3 && string_field(p, "variant") != parts[2]) return false;
   return true;
 }
 
@@ -361,7 +364,8 @@ ManifestBytes RegistryClient::get_manifest(const ImageRef& ref, const std::strin
     const bool is_index = m.media_type == media::kOciIndex || m.media_type == media::kDockerList ||
                           (j.contains("manifests") && !j.contains("layers"));
     if (!is_index) {
-      if (j.value("schemaVersion", 0) != 2 || !j.contains("config")) {
+      const auto version = j.find("schemaVersion");  // end() when j is not an object
+      if (version == j.end() || *version != 2 || !j.contains("config")) {
         throw Error(doing + ": unsupported manifest type '" + m.media_type +
                     "' (expected OCI or Docker schema 2)");
       }
@@ -369,12 +373,13 @@ ManifestBytes RegistryClient::get_manifest(const ImageRef& ref, const std::strin
     }
     const nlohmann::json* chosen = nullptr;
     std::vector<std::string> offered;
-    const nlohmann::json manifests = j.value("manifests", nlohmann::json::array());
+    const nlohmann::json manifests =
+        j.contains("manifests") ? j["manifests"] : nlohmann::json::array();
     for (const auto& d : manifests) {
       if (!d.is_object() || !d.contains("platform") || !d["platform"].is_object()) continue;
       const auto& p = d["platform"];
-      offered.push_back(p.value("os", "?") + "/" + p.value("architecture", "?") +
-                        (p.contains("variant") ? "/" + p.value("variant", "") : ""));
+      offered.push_back(string_field(p, "os", "?") + "/" + string_field(p, "architecture", "?") +
+                        (p.contains("variant") ? "/" + string_field(p, "variant") : ""));
       if (!chosen && platform_matches(p, platform)) chosen = &d;
     }
     if (!chosen) {

@@ -1322,7 +1322,12 @@ void line_col(const std::string& s, std::size_t offset, int& line, int& col) {
 
 std::string what_of(const std::vector<Problem>& problems) {
   std::string out;
-  for (const auto& p : problems) out += (out.empty() ? "" : "\n") + p.format();
+  // Appended piece by piece: GCC 12 at -O3 warns (stringop-overflow, a false positive)
+  // about the temporary of `"\n" + p.format()`.
+  for (const auto& p : problems) {
+    if (!out.empty()) out += '\n';
+    out += p.format();
+  }
   return out;
 }
 

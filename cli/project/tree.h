@@ -28,6 +28,15 @@ struct Value {
   std::vector<Origin> key_origins;  ///< where each map key is, parallel to entries
   Origin origin;
 
+  Value() = default;
+  Value(const Value&) = default;
+  Value(Value&&) = default;
+  Value& operator=(const Value&) = default;
+  Value& operator=(Value&&) = default;
+  /// Defined in tree.cc: an inline one makes clang (with libstdc++) check that
+  /// std::pair<std::string, Value> can be destroyed while that pair is incomplete.
+  ~Value();
+
   /// The entry named `key`, or nullptr.
   const Value* find(const std::string& key) const;
   Value* find(const std::string& key);

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 using namespace ktrain::backend;
 
@@ -30,4 +32,21 @@ TEST_CASE("log line: a cut never splits a UTF-8 character") {
   std::string head = "ab\xF0\x9F\x98";  // a 4-byte character missing its last byte
   mark_cut_line(head);
   CHECK(head == "ab [ktrain: line cut at 1 MiB]");
+}
+
+TEST_CASE("LineFramer: lines cut across chunks of any size come out whole, in order") {
+  const std::string stream = "one\ntwo\r\n\nthree and more\nlast";
+  for (std::size_t size = 1; size <= stream.size(); ++size) {
+    ktrain::backend::LineFramer framer;
+    std::vector<std::string> lines;
+    for (std::size_t at = 0; at < stream.size(); at += size) {
+      CHECK(framer.feed(std::string_view(stream).substr(at, size), [&](std::string_view l) {
+        lines.emplace_back(l);
+        return true;
+      }));
+    }
+    CHECK(lines == std::vector<std::string>{"one", "two\r", "", "three and more"});
+    CHECK(framer.rest() == "last");
+    CHECK(framer.progressed());
+  }
 }

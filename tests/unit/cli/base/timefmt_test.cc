@@ -41,3 +41,14 @@ TEST_CASE("timefmt: ages read like kubectl's") {
   CHECK(format_age(hours(24 * 9)) == "9d");
   CHECK(format_age(seconds(-3)) == "0s");
 }
+
+TEST_CASE("parse_rfc3339: times that system_clock cannot hold are malformed, not overflowed") {
+  // Found by tests/fuzz (log_lines): a log line's timestamp in the year 9999 overflowed
+  // the nanosecond count.
+  CHECK_FALSE(parse_rfc3339("9999-12-31T23:59:59Z"));
+  CHECK_FALSE(parse_rfc3339("2263-01-01T00:00:00Z"));
+  CHECK_FALSE(parse_rfc3339("1000-01-01T00:00:00Z"));
+  CHECK_FALSE(parse_rfc3339("1600-01-01T00:00:00.5+01:00"));
+  CHECK(parse_rfc3339("2261-12-31T23:59:59.999999999Z"));
+  CHECK(parse_rfc3339("1700-01-01T00:00:00Z"));
+}

@@ -352,3 +352,25 @@ TEST_CASE("auth: with a fixed token, a 401 is not retried") {
   CHECK_THROWS_AS(client.get("/api/v1/pods"), kube::ApiError);
   CHECK(tr.requests.size() == 1);
 }
+
+TEST_CASE("auth: an ExecCredential with fields of the wrong type is exit 3, not a JSON crash") {
+  // Found while fuzzing (exec_credential's siblings): nlohmann's value() threw type_error.
+  for (const std::string out :
+       {R"({"kind":5})", R"({"kind":"ExecCredential","apiVersion":[]})",
+        R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":7})",
+        R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1",)"
+        R"("status":{"token":{}}})"}) {
+    TestEnv t;
+    FakeProcessRunner runner;
+    runner.results.push_back({0, out, ""});
+    auto cfg = exec_config("client.authentication.k8s.io/v1");
+    kube::Credentials creds(cfg, t.env, runner);
+    net::Request r;
+    try {
+      creds.apply(r);
+      FAIL("expected an error for " << out);
+    } catch (const Error& e) {
+      CHECK(e.exit_status() == 3);
+    }
+  }
+}

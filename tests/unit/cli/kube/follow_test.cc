@@ -98,3 +98,12 @@ TEST_CASE("reconnect_delay doubles from 100 ms up to 5 s") {
   CHECK(reconnect_delay(7).count() == 5000);
   CHECK(reconnect_delay(100).count() == 5000);
 }
+
+TEST_CASE("TimestampParser: a timestamp past what nanoseconds since 1970 can hold is none") {
+  // Found by tests/fuzz (log_lines): the year 9999 overflowed the nanosecond count.
+  TimestampParser p;
+  CHECK_FALSE(p.parse("9999-12-31T23:59:59.000000001Z"));
+  CHECK_FALSE(p.parse("0001-01-01T00:00:00Z"));
+  CHECK_FALSE(p.parse("9999-12-31T23:59:59+01:00"));
+  CHECK(p.parse("2026-11-29T17:28:40.5Z") == std::int64_t{1'795'973'320'500'000'000});
+}

@@ -291,3 +291,19 @@ TEST_CASE("kubeconfig: base64 round trip and invalid input") {
   CHECK(base64_decode("YW\nI=") == "ab");
   CHECK_THROWS_AS(base64_decode("a*b"), ktrain::Error);
 }
+
+TEST_CASE(
+    "kubeconfig: a named entry without its cluster/user/context map is an error, not a crash") {
+  // Found by tests/fuzz (kubeconfig): yaml-cpp threw InvalidNode when the missing map
+  // was copied.
+  for (const char* text : {
+           "current-context: c\ncontexts: [{name: c}]\nclusters: [{name: x}]\n",
+           "current-context: c\ncontexts: [{name: c, context: {cluster: x, user: u}}]\n"
+           "clusters: [{name: x}]\nusers: [{name: u}]\n",
+       }) {
+    TestEnv t;
+    t.fs.files["/cfg/k"] = text;
+    t.env.global.kubeconfig = "/cfg/k";
+    CHECK_THROWS_AS(load_client_config(t.env), ktrain::Error);
+  }
+}

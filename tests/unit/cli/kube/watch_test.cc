@@ -56,3 +56,38 @@ TEST_CASE("watch: an event longer than 16 MiB is an error, not buffered without 
   CHECK(watches == 1);
   CHECK(sent <= std::size_t{17} << 20);  // stopped at the limit, not at the end
 }
+
+TEST_CASE("watch: events with a type or resourceVersion of the wrong type are skipped") {
+  // Found while fuzzing (watch): nlohmann's value() threw type_error out of the stream.
+  TestEnv t;
+  FakeProcessRunner runner;
+  FakeTransport tr;
+  int watches = 0;
+  tr.handler = [&](const net::Request& r) {
+    if (kube_test::query_param(r.url, "watch") != "1") {
+      return kube_test::json_response(
+          200, {{"metadata", {{"resourceVersion", 5}, {"continue", 1}}}, {"items", json::array()}});
+    }
+    ++watches;
+    r.on_headers(200, {});
+    r.on_data(R"({"type":5,"object":{"metadata":{"name":"a"}}})"
+              "\n"
+              R"({"type":"ADDED","object":{"metadata":{"name":"b","resourceVersion":6}}})"
+              "\n");
+    return net::Response{200};
+  };
+  kube::Client client(kube_test::token_config(), tr, t.env, runner);
+  kube::WatchOptions opts;
+  opts.max_failures = 2;
+  std::vector<std::string> events;
+  kube::WatchHandlers handlers;
+  handlers.on_event = [&](const std::string& type, json& obj) {
+    events.push_back(type + " " + obj["metadata"].value("name", ""));
+    if (events.size() >= 4) watches = 100;
+  };
+  opts.cancelled = [&] { return watches >= 100; };
+  kube::list_watch(client, t.env, "/api/v1/namespaces/ml/pods", opts, handlers);
+  REQUIRE(events.size() >= 2);
+  CHECK(events[0] == " a");
+  CHECK(events[1] == "ADDED b");
+}

@@ -120,3 +120,15 @@ TEST_CASE("credentials: base64 round trip") {
     CHECK(base64_decode(base64_encode(s)) == s);
   CHECK(base64_encode("alice:pw") == "YWxpY2U6cHc=");
 }
+
+TEST_CASE("credentials: a credHelpers entry that is not a string is an error, not a JSON crash") {
+  // Found by tests/fuzz (docker_config).
+  Fixture f;
+  f.fs.files["/home/u/.docker/config.json"] = R"({"credHelpers":{"r.test":5}})";
+  DockerConfigCredentials c(f.env, f.runner());
+  CHECK_THROWS_WITH_AS(c.lookup("r.test"),
+                       "/home/u/.docker/config.json: credHelpers.r.test is not the name of a "
+                       "credential helper",
+                       Error);
+  CHECK(f.runs.empty());
+}

@@ -564,3 +564,25 @@ TEST_CASE("registry: a stream that cannot open a session fails quietly") {
   CHECK(s.error().find("no push") != std::string::npos);
   CHECK(t.seen.size() == 1);  // nothing sent after the refusal
 }
+
+TEST_CASE("registry: manifests with fields of the wrong type are errors, not JSON crashes") {
+  // Found by tests/fuzz (registry): nlohmann's value() threw type_error for these.
+  ScriptedTransport t;
+  FixedCredentials creds;
+  RegistryClient c(t, creds);
+  const auto ref = parse_image_ref("ghcr.io/team/base:1");
+  const net::Headers index_type = {{"Content-Type", "application/vnd.oci.image.index.v1+json"}};
+  // An "index" that is a number, and one whose platforms name their os with a number.
+  t.script = {canned(200, "5", index_type)};
+  CHECK_THROWS_WITH_AS(c.get_manifest(ref, "linux/amd64"),
+                       doctest::Contains("no manifest for platform linux/amd64"), Error);
+  t.script = {canned(200, R"({"manifests":[{"digest":"sha256:x","platform":{"os":1}}]})")};
+  CHECK_THROWS_WITH_AS(c.get_manifest(ref, "linux/amd64"),
+                       doctest::Contains("(the image has: ?/?)"), Error);
+  // A manifest whose schemaVersion is a string, or that is not an object at all.
+  for (const std::string body : {R"({"schemaVersion":"2","config":{}})", "[1, 2]"}) {
+    t.script = {canned(200, body)};
+    CHECK_THROWS_WITH_AS(c.get_manifest(ref, "linux/amd64"),
+                         doctest::Contains("unsupported manifest type"), Error);
+  }
+}

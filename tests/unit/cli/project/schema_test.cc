@@ -133,9 +133,9 @@ TEST_CASE("schema table: the parser takes every value of every enumeration, and 
       const std::string path = join(set_path(section_path), k.name);
       for (const auto& v : k.values) {
         CAPTURE(path + "=" + v);
-        auto sets = context(path);
-        sets.push_back(path + "=" + v);
-        if (path == "scheduling.gang") sets.push_back("scheduling.queue=team-a");
+        std::vector<std::string> sets = context(path);
+        if (path == "scheduling.gang") sets.emplace_back("scheduling.queue=team-a");
+        sets.emplace_back(path + "=" + v);
         CHECK(problems_at(problems(sets), path) == "");
       }
       CAPTURE(path);

@@ -130,3 +130,29 @@ TEST_CASE("tree: --set values with aliases have the same budget") {
   CHECK(problems.empty());
   REQUIRE(root.find("patches"));
 }
+
+TEST_CASE("tree: a text on which yaml-cpp's parser loops is refused, not parsed without end") {
+  // Found by tests/fuzz (project): yaml-cpp 0.7 emits nulls without end at 1:1 for it.
+  const std::string text =
+      "# hello-ddp: a ring all-reduce across 2 nodes of i processes.ckageython, "
+      "trai0n.pypserllo\n, so it runs on ay.example.com/ktrain/hello-ddp_LENGTH: \"6\"\n  "
+      "deadline: 10m\n Neeeffect:ds no GPU and no third-party\n# Python package, so it runs on "
+      "ay.example.com/ktrain/hello-ddp_LENGTH: \"6\"\n  deadline: 10m\n l :h tt1\n";
+  Value root;
+  std::vector<TreeProblem> problems;
+  CHECK_FALSE(parse_tree(text, root, problems));
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].message ==
+        "the YAML parser gets stuck here, making values without end; the text is not valid YAML "
+        "as written");
+}
+
+TEST_CASE("tree: the node budget leaves room for the densest valid YAML") {
+  for (const std::string text : {"[[[[[[[[[[]]]]]]]]]]", "- - - - - - - -", "? ? ? ?",
+                                 "{a: , b: , c: }", "a:\nb:\nc:\n", "[,]"}) {
+    Value root;
+    std::vector<TreeProblem> problems;
+    parse_tree(text, root, problems);
+    for (const auto& p : problems) CHECK(p.message.find("stuck") == std::string::npos);
+  }
+}
