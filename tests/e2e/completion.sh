@@ -45,7 +45,7 @@ expect_has submit ktrain ""
 expect_has completion ktrain ""
 ! grep -q keeper <<<"$(complete_words ktrain "")" || fail "the hidden __keeper verb is offered"
 expect_words "submit" ktrain su
-expect_words "scale schema serve status stop submit" ktrain s
+expect_words "scale schema serve setup status stop submit" ktrain s
 expect_words "schema" ktrain sch
 expect_has --follow ktrain submit --fo
 expect_has --wait ktrain submit --w

@@ -49,19 +49,25 @@ expect_eq "$(grep -c '^ktrain submit: [0-9]* of 600 objects sent' <<<"$err")" "4
 expect_contains "$err" "ktrain submit: 600 of 600 objects sent" "submit: the last progress line says all were sent"
 expect_eq "$(count jobs) $(count services) $(count secrets)" "200 200 200" "a Job, a Service and a Secret per run"
 expect_eq "$(kubectl get jobs -l ktrain.dev/sweep=grid-s -o jsonpath='{range .items[*]}{.spec.suspend}{"\n"}{end}' | sort -u)" "true" "every Job suspended by the patch"
-# Every Service and Secret is owned by the Job of its run (same name, same uid).
+# Every Service is owned by the Job of its run (same name, same uid), every Secret by
+# the run's Service.
 python3 - <<PY || fail "ownerReferences"
 import json, subprocess
 def items(kind):
     return json.loads(subprocess.check_output(["kubectl", "get", kind, "-l", "ktrain.dev/sweep=grid-s", "-o", "json"]))["items"]
 jobs = {j["metadata"]["name"]: j["metadata"]["uid"] for j in items("jobs")}
-for kind in ("services", "secrets"):
-    for o in items(kind):
-        run = o["metadata"]["labels"]["ktrain.dev/run"]
-        refs = o["metadata"].get("ownerReferences") or []
-        assert [(r["kind"], r["name"], r["uid"]) for r in refs] == [("Job", run, jobs[run])], (kind, o["metadata"]["name"], refs)
+services = {}
+for o in items("services"):
+    run = o["metadata"]["labels"]["ktrain.dev/run"]
+    services[run] = o["metadata"]["uid"]
+    refs = o["metadata"].get("ownerReferences") or []
+    assert [(r["kind"], r["name"], r["uid"]) for r in refs] == [("Job", run, jobs[run])], ("service", o["metadata"]["name"], refs)
+for o in items("secrets"):
+    run = o["metadata"]["labels"]["ktrain.dev/run"]
+    refs = o["metadata"].get("ownerReferences") or []
+    assert [(r["kind"], r["name"], r["uid"]) for r in refs] == [("Service", run, services[run])], ("secret", o["metadata"]["name"], refs)
 PY
-echo "ok: each run's Service and Secret are owned by its Job"
+echo "ok: each run's Service is owned by its Job, its Secret by the Service"
 k_ok "status of a run of the sweep" status grid-s-137
 expect_contains "$out" "the Job is suspended" "status explains a suspended run"
 

@@ -225,8 +225,8 @@ expect_eq "$krc" "1" "kubectl as nobody is refused too"
 expect_eq "$rc" "3" "list as nobody: exit 3"
 
 echo "== a finished run's TTL"
-# The Service and the Secret are owned by the Job: when the TTL controller
-# deletes the finished Job, the garbage collector takes them too.
+# The Service is owned by the Job and the Secret by the Service: when the TTL
+# controller deletes the finished Job, the garbage collector takes them too.
 cat >"$work/short.yaml" <<'YAML'
 name: short
 image: registry.example.com/ml/short:1
@@ -240,8 +240,11 @@ train:
 YAML
 k_ok "submit short" submit -f short.yaml --run-id a
 uid="$(kubectl get job short-a -o jsonpath='{.metadata.uid}')"
-expect_eq "$(kubectl get service,secret -l ktrain.dev/run=short-a -o jsonpath='{range .items[*]}{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].uid}{"\n"}{end}' | sort -u)" \
-  "Job/short-a/$uid" "the Service and the Secret are owned by the Job"
+expect_eq "$(kubectl get service short-a -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].uid}')" \
+  "Job/short-a/$uid" "the Service is owned by the Job"
+suid="$(kubectl get service short-a -o jsonpath='{.metadata.uid}')"
+expect_eq "$(kubectl get secret short-a-rdzv -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].uid}')" \
+  "Service/short-a/$suid" "the Secret is owned by the Service"
 k8s_wait "the TTL controller to delete short-a's Job" 90 sh -c "! kubectl get job short-a >/dev/null 2>&1"
 echo "ok: the TTL controller deleted the finished Job"
 k8s_wait "the garbage collector to take short-a's Service and Secret" 60 sh -c \

@@ -77,11 +77,24 @@ contexts: [{name: c, context: {cluster: c, user: u, namespace: default}}]
 YAML
 }
 
+asan=0
+libs=$(ldd "$ktrain" 2>/dev/null || true)  # whole: grep -q would cut ldd off (pipefail)
+grep -q libasan <<<"$libs" && asan=1
 for mode in stream length; do
   start "$mode"
   kubeconfig "http://127.0.0.1:$port"
-  (ulimit -v 921600 && exec timeout 120 "$ktrain" --kubeconfig "$work/kubeconfig" list) >"$work/out" 2>"$work/err"
-  status=$?
+  if [ "$asan" = 1 ]; then
+    # AddressSanitizer reserves terabytes of address space: its peak resident memory
+    # is held to the same 900 MiB instead.
+    status=0
+    /usr/bin/time -f %M -o "$work/rss" timeout 120 "$ktrain" --kubeconfig "$work/kubeconfig" list \
+      >"$work/out" 2>"$work/err" || status=$?
+    rss=$(tail -n 1 "$work/rss")
+    [ "$rss" -le 921600 ] || fail "$mode: peak resident memory $rss KiB, over 900 MiB"
+  else
+    (ulimit -v 921600 && exec timeout 120 "$ktrain" --kubeconfig "$work/kubeconfig" list) >"$work/out" 2>"$work/err"
+    status=$?
+  fi
   [ "$status" = 1 ] || fail "$mode: exit status $status, expected 1; stderr: $(head -c 500 "$work/err")"
   grep -q "the answer from 127.0.0.1:$port is too large to read whole (more than 256 MiB)" "$work/err" ||
     fail "$mode: stderr: $(head -c 500 "$work/err")"
