@@ -83,7 +83,7 @@ ordered_json network_policy(const std::string& name, const std::string& ns, orde
   return p;
 }
 
-/// The exit status of --check: 0 when every right is granted, 1 otherwise.
+/// One right that --check asks about, and the API server's answer.
 struct CheckRow {
   const AccessRule* rule;
   std::string verb;
@@ -384,6 +384,7 @@ struct SetupOptions {
                           {"resource", r.rule->resource},
                           {"subresource", r.rule->subresource},
                           {"allowed", r.allowed},
+                          {"reason", r.reason},
                           {"usedBy", r.rule->why}});
       }
       j["checks"] = checks;
