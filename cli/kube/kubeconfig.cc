@@ -135,14 +135,21 @@ ClusterInfo read_cluster(const Entry& e) {
   return c;
 }
 
-ExecConfig read_exec(const YAML::Node& n, const std::string& dir) {
+ExecConfig read_exec(const YAML::Node& n, const std::string& dir, const std::string& where) {
   ExecConfig x;
   x.api_version = scalar(n, "apiVersion");
   x.command = scalar(n, "command");
   // Like client-go: a command with a path separator is relative to the kubeconfig.
   if (x.command.find('/') != std::string::npos) x.command = resolve(x.command, dir);
   if (auto args = n["args"]; args && args.IsSequence()) {
-    for (const auto& a : args) x.args.push_back(a.as<std::string>());
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      // Like client-go, which decodes args as []string: a list or a map there is an error.
+      if (!args[i].IsScalar()) {
+        throw Error(where + ": exec.args[" + std::to_string(i) + "] must be a string",
+                    exit_code::kUnreachable);
+      }
+      x.args.push_back(args[i].Scalar());
+    }
   }
   if (auto env = n["env"]; env && env.IsSequence()) {
     for (const auto& kv : env) x.env.emplace_back(scalar(kv, "name"), scalar(kv, "value"));
@@ -153,7 +160,7 @@ ExecConfig read_exec(const YAML::Node& n, const std::string& dir) {
   return x;
 }
 
-UserInfo read_user(const Entry& e) {
+UserInfo read_user(const std::string& name, const Entry& e) {
   UserInfo u;
   const auto& n = e.node;
   const auto& dir = e.file->dir;
@@ -167,7 +174,9 @@ UserInfo read_user(const Entry& e) {
   if (auto kd = scalar(n, "client-key-data"); !kd.empty()) u.client_key_pem = base64_decode(kd);
   u.username = scalar(n, "username");
   u.password = scalar(n, "password");
-  if (n && n.IsMap() && n["exec"] && n["exec"].IsMap()) u.exec = read_exec(n["exec"], dir);
+  if (n && n.IsMap() && n["exec"] && n["exec"].IsMap()) {
+    u.exec = read_exec(n["exec"], dir, "user '" + name + "' in kubeconfig " + e.file->path);
+  }
   if (n && n.IsMap() && n["auth-provider"] && n["auth-provider"].IsMap()) {
     u.auth_provider = scalar(n["auth-provider"], "name");
     if (u.auth_provider.empty()) u.auth_provider = "unnamed";
@@ -307,7 +316,7 @@ ClientConfig load_client_config(const Env& env, const LoadOptions& opts) {
                       "', which is not defined (users: " + join_names(users) + ")",
                   exit_code::kUnreachable);
     }
-    c.user = read_user(us->second);
+    c.user = read_user(c.user_name, us->second);
     // The token goes in a header as it is: a line break in it would end that header
     // and start one of the file's choosing. Like client-go, refuse it (never quoting it).
     if (holds_line_break_or_nul(c.user.token)) {

@@ -237,6 +237,26 @@ users:
   CHECK(c.user.auth_provider == "gcp");
 }
 
+TEST_CASE("kubeconfig: exec.args that are not strings are refused, naming the user and index") {
+  TestEnv t;
+  t.fs.files["/cfg/k"] = R"(current-context: c
+clusters: [{name: cl, cluster: {server: "https://s:1"}}]
+contexts: [{name: c, context: {cluster: cl, user: u}}]
+users:
+- name: u
+  user:
+    exec:
+      command: get-token
+      args: [--cluster, {prod: 1}]
+)";
+  t.env.global.kubeconfig = "/cfg/k";
+  CHECK_THROWS_WITH_AS(load_client_config(t.env),
+                       "user 'u' in kubeconfig /cfg/k: exec.args[1] must be a string",
+                       ktrain::Error);
+  t.fs.files["/cfg/k"].replace(t.fs.files["/cfg/k"].find("{prod: 1}"), 9, "[a, b]");
+  CHECK_THROWS_WITH_AS(load_client_config(t.env), doctest::Contains("exec.args[1]"), ktrain::Error);
+}
+
 TEST_CASE("kubeconfig: in-cluster config when no kubeconfig exists") {
   TestEnv t;
   t.env.vars["KUBERNETES_SERVICE_HOST"] = "10.0.0.1";
