@@ -10,6 +10,7 @@
 #include <cctype>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -369,15 +370,17 @@ struct CurlTransport::Impl {
   /// hundreds of followed logs saves some 12 KiB each.
   std::mutex origins_mu;
   std::set<std::string> http1_origins;
-  bool speaks_http1(const Request& r) {
-    std::string origin = origin_of(r.url);
-    if (!r.tls.server_name.empty()) {
-      UrlParts p = split_url(r.url);
-      origin = p.scheme + "://" + r.tls.server_name + ":" + p.port;
-    }
+  /// The origin a request's connection goes to (the tls-server-name's, where set).
+  static std::string origin_key(const Request& r) {
+    if (r.tls.server_name.empty()) return origin_of(r.url);
+    UrlParts p = split_url(r.url);
+    return p.scheme + "://" + r.tls.server_name + ":" + p.port;
+  }
+  bool speaks_http1(const std::string& origin) {
     std::lock_guard<std::mutex> g(origins_mu);
     return http1_origins.count(origin) > 0;
   }
+  bool speaks_http1(const Request& r) { return speaks_http1(origin_key(r)); }
   /// Easy handles the loop keeps for reuse once their streams have ended.
   static constexpr size_t kLoopIdleHandles = 16;
 
@@ -603,6 +606,8 @@ struct CurlTransport::Impl {
                          static_cast<long>(CURLPIPE_MULTIPLEX));
       // Streams run until their end: none may wait for a connection slot.
       lib().multi_setopt(loop.session.multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+      lib().multi_setopt(loop.session.multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
+                         static_cast<long>(kStreamsPerConnection));
       loop.thread = std::thread([this] { run_loop(); });
       loop.thread_id = loop.thread.get_id();
     });
@@ -632,12 +637,75 @@ struct CurlTransport::Impl {
   }
   std::chrono::steady_clock::time_point last_trim{};
 
+  /// Streams the loop puts on one HTTP/2 connection: libcurl's cap
+  /// (CURLMOPT_MAX_CONCURRENT_STREAMS, set to it) and what kube-apiserver behind the
+  /// usual load balancers, and nginx, allow.
+  static constexpr size_t kStreamsPerConnection = 100;
+
+  /// The loop's streams to one origin, and those waiting to start. libcurl 7.88 puts a
+  /// stream on a connection that is up and has room, but it does not count one that
+  /// is still connecting: past 100 streams, every stream added opens a connection of
+  /// its own (256 followed logs: 157 connections, where 3 do). So when the
+  /// connections are full, one stream goes first and opens the next connection, and
+  /// the others wait until it is up; then up to 99 more join it.
+  struct OriginStreams {
+    std::deque<Transfer*> waiting;
+    size_t active = 0;
+    Transfer* pioneer = nullptr;  ///< opening a connection; the others wait for it
+  };
+
+  /// The pioneer's connection is up (its request went out), or it has ended.
+  bool connected(Transfer& t) {
+    if (t.done || t.resp.status != 0) return true;
+    curl_off_t pretransfer = 0;
+    lib().easy_getinfo(t.easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
+    return pretransfer > 0;
+  }
+
   void run_loop() {
     std::vector<Transfer*> active;
+    std::map<std::string, OriginStreams> origins;  // loop thread only
+    auto start = [&](Transfer* t) {
+      t->easy = loop.session.take();
+      setup(*t);
+      lib().multi_add_handle(loop.session.multi, t->easy);
+      active.push_back(t);
+    };
+    auto admit = [&] {
+      for (auto it = origins.begin(); it != origins.end();) {
+        OriginStreams& o = it->second;
+        if (o.pioneer && connected(*o.pioneer)) o.pioneer = nullptr;
+        // To a server that answers HTTP/1.1, each stream has a connection of its own.
+        const bool multiplexed = !speaks_http1(it->first);
+        while (!o.waiting.empty() && !o.pioneer) {
+          size_t room = o.waiting.size();
+          if (multiplexed) room = kStreamsPerConnection - o.active % kStreamsPerConnection;
+          if (multiplexed && o.active % kStreamsPerConnection == 0) {
+            o.pioneer = o.waiting.front();
+            room = 1;
+          }
+          for (; room > 0 && !o.waiting.empty(); --room) {
+            start(o.waiting.front());
+            o.waiting.pop_front();
+            ++o.active;
+          }
+          if (multiplexed) break;  // the next ones, when these are on their connection
+        }
+        if (o.active == 0 && o.waiting.empty()) {
+          it = origins.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    };
     auto end = [&](Transfer& t, CURLcode code) {
       lib().multi_remove_handle(loop.session.multi, t.easy);
       if (code == CURLE_ABORTED_BY_CALLBACK) t.aborted = true;
       finish(t, code);
+      if (auto o = origins.find(origin_key(*t.req)); o != origins.end()) {
+        --o->second.active;
+        if (o->second.pioneer == &t) o->second.pioneer = nullptr;
+      }
       if (loop.session.idle.size() < kLoopIdleHandles) {
         loop.session.idle.push_back(t.easy);
       } else {
@@ -651,14 +719,10 @@ struct CurlTransport::Impl {
       {
         std::lock_guard<std::mutex> lk(loop.mu);
         if (loop.quit) break;
-        for (Transfer* t : loop.incoming) {
-          t->easy = loop.session.take();
-          setup(*t);
-          lib().multi_add_handle(loop.session.multi, t->easy);
-          active.push_back(t);
-        }
+        for (Transfer* t : loop.incoming) origins[origin_key(*t->req)].waiting.push_back(t);
         loop.incoming.clear();
       }
+      admit();
       int running = 0;
       lib().multi_perform(loop.session.multi, &running);
       int left = 0;
@@ -672,6 +736,20 @@ struct CurlTransport::Impl {
       }
       return_free_memory();
       bool watched = false;  // some stream can be cancelled: look again within 100 ms
+      for (auto& [origin, o] : origins) {
+        for (size_t i = 0; i < o.waiting.size();) {
+          Transfer* t = o.waiting[i];
+          if (t->req->cancelled && t->req->cancelled()) {
+            o.waiting.erase(o.waiting.begin() + static_cast<std::ptrdiff_t>(i));
+            cancel_waiting(*t);
+            continue;
+          }
+          watched = watched || static_cast<bool>(t->req->cancelled);
+          ++i;
+        }
+        // A pioneer connecting: look again soon, for the streams behind it.
+        watched = watched || (o.pioneer != nullptr && !o.waiting.empty());
+      }
       for (size_t i = 0; i < active.size();) {
         Transfer* t = active[i];
         if (t->req->cancelled && t->req->cancelled()) {
@@ -685,6 +763,19 @@ struct CurlTransport::Impl {
       lib().multi_poll(loop.session.multi, nullptr, 0, watched ? 100 : 1000, nullptr);
     }
     for (Transfer* t : active) end(*t, CURLE_ABORTED_BY_CALLBACK);
+    for (auto& [origin, o] : origins) {
+      for (Transfer* t : o.waiting) cancel_waiting(*t);
+    }
+  }
+
+  /// Ends a transfer that never started: cancelled, or the loop stopping.
+  void cancel_waiting(Transfer& t) {
+    t.aborted = true;
+    t.resp.failure = TransportFailure::kOther;
+    t.resp.failure_message = "cancelled";
+    std::lock_guard<std::mutex> lk(loop.mu);
+    t.done = true;
+    loop.done_cv.notify_all();
   }
 
   void stop_loop() {
