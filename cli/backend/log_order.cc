@@ -26,41 +26,59 @@ bool OrderedLogSink::push(const LogLine& line, std::chrono::steady_clock::time_p
     if (auto t = parser_.parse(line.timestamp)) ts = *t;
   }
   if (ts > newest_) newest_ = ts;
-  held_.push(Held{ts, seq_++, arrived, line});
+  std::uint32_t slot;
+  if (free_slots_.empty()) {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  LogLine& held = slots_[slot];
+  held.rank = line.rank;
+  held.notice = line.notice;
+  held.text.assign(line.text);  // into the buffer the slot's last line left
+  held.timestamp.assign(line.timestamp);
+  held_.push(Held{ts, seq_++, arrived, slot});
   const bool was_empty = held_.size() == 1;
   bool ok = true;
-  bool sent = false;
-  while (ok && held_.size() > opts_.max_lines && !opts_.hold_all) {
-    ok = pop_one();
-    sent = true;
-  }
+  // Past the bound the oldest goes out now, unflushed: the next release flushes it
+  // (a flush per line here cost a write per line when hundreds of streams outran the
+  // window).
+  while (ok && held_.size() > opts_.max_lines && !opts_.hold_all) ok = pop_one();
   lk.unlock();
-  if (sent && opts_.flush) opts_.flush();
   if (was_empty) cv_.notify_all();  // the thread sleeps without a deadline when empty
   return ok;
 }
 
 bool OrderedLogSink::pop_one() {
-  // priority_queue::top is const: the line is moved out through a const_cast, which is
-  // safe as the element is popped at once.
-  LogLine line = std::move(const_cast<Held&>(held_.top()).line);
+  const std::uint32_t slot = held_.top().slot;
   held_.pop();
-  if (!downstream_(line)) stopped_ = true;
+  if (!downstream_(slots_[slot])) stopped_ = true;
+  free_slots_.push_back(slot);
+  unflushed_ = true;
   return !stopped_;
 }
 
+void OrderedLogSink::flush_sent() {
+  bool flush = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    flush = std::exchange(unflushed_, false);
+  }
+  if (flush && opts_.flush) opts_.flush();
+}
+
 bool OrderedLogSink::release(std::chrono::steady_clock::time_point now) {
-  bool sent = false;
   bool ok = true;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (stopped_) return false;
     while (ok && !held_.empty() && !opts_.hold_all && held_.top().arrived + opts_.window <= now) {
       ok = pop_one();
-      sent = true;
     }
   }
-  if (sent && opts_.flush) opts_.flush();
+  flush_sent();
   return ok;
 }
 
@@ -72,16 +90,12 @@ bool OrderedLogSink::finish() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   bool ok = true;
-  bool sent = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    while (ok && !stopped_ && !held_.empty()) {
-      ok = pop_one();
-      sent = true;
-    }
+    while (ok && !stopped_ && !held_.empty()) ok = pop_one();
     ok = ok && !stopped_;
   }
-  if (sent && opts_.flush) opts_.flush();
+  flush_sent();
   return ok;
 }
 
@@ -92,7 +106,9 @@ void OrderedLogSink::run() {
       cv_.wait(lk);
       continue;
     }
-    const auto due = held_.top().arrived + opts_.window;
+    // What falls due within a batch goes out together: at most one release (and
+    // one flush) a batch, however many streams there are.
+    const auto due = held_.top().arrived + opts_.window + opts_.batch;
     if (std::chrono::steady_clock::now() < due) {
       cv_.wait_until(lk, due);
       continue;

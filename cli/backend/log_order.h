@@ -32,6 +32,9 @@ class OrderedLogSink {
     bool hold_all = false;
     /// Release due lines from a thread of its own (off in tests, which call release()).
     bool background = true;
+    /// The background thread releases what is due at most this often (the lines of
+    /// this long go out together, with one flush).
+    std::chrono::milliseconds batch{20};
     /// Called after lines went downstream (to flush stdout once per batch).
     std::function<void()> flush;
   };
@@ -56,11 +59,13 @@ class OrderedLogSink {
   }
 
  private:
+  /// What the heap orders: small, so that sifting moves no strings. The line itself
+  /// is in slots_[slot], whose strings keep their buffers for the next line.
   struct Held {
     std::int64_t ts;    ///< ns since the epoch
     std::uint64_t seq;  ///< arrival order, among equal timestamps
     std::chrono::steady_clock::time_point arrived;
-    LogLine line;
+    std::uint32_t slot;
   };
   struct Later {
     bool operator()(const Held& a, const Held& b) const {
@@ -70,6 +75,8 @@ class OrderedLogSink {
 
   /// Sends on the oldest line (under mu_); false when downstream said stop.
   bool pop_one();
+  /// Calls opts_.flush if lines went downstream since the last one.
+  void flush_sent();
   void run();
 
   LogSink downstream_;
@@ -77,6 +84,9 @@ class OrderedLogSink {
   std::mutex mu_;
   std::condition_variable cv_;
   std::priority_queue<Held, std::vector<Held>, Later> held_;
+  std::vector<LogLine> slots_;
+  std::vector<std::uint32_t> free_slots_;
+  bool unflushed_ = false;  ///< lines went downstream without a flush after them
   TimestampParser parser_;
   std::int64_t newest_ = 0;  ///< the newest timestamp seen (for lines without one)
   std::uint64_t seq_ = 0;

@@ -175,7 +175,8 @@ echo "ok: list --sweep, -l, --state, -w"
 # stop keeps the run (status, logs) and ends its processes; resume starts them again.
 state_of() { "$ktrain" status "$1" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
 expect_status 0 "$ktrain" submit --run-id st --set train.env.MODE=sleep
-waitfor "job-st to print" sh -c "'$ktrain' logs job-st | grep -q 'line 2 of rank 3'"
+# Every rank has printed before the stop (ranks start at their own pace).
+waitfor "job-st to print" sh -c "[ \"\$('$ktrain' logs job-st | grep -c 'line 2 of rank')\" = 4 ]"
 expect_status 0 "$ktrain" stop job-st
 [ "$(cat "$work/out")" = "stopped job-st" ] || fail "stop printed: $(cat "$work/out")"
 [ "$(state_of job-st)" = Stopped ] || fail "status after stop: $(state_of job-st)"

@@ -78,14 +78,26 @@ TEST_CASE("log order: bounded, and a whole log sorted with hold_all") {
   OrderedLogSink::Options o;
   o.background = false;
   o.max_lines = 2;
+  o.flush = [&out] { ++out.flushes; };
   OrderedLogSink s(out.sink(), o);
   s.push(line(0, "2026-12-01T10:00:05Z", "5"), t0);
   s.push(line(0, "2026-12-01T10:00:06Z", "6"), t0);
   CHECK(out.texts.empty());
   s.push(line(1, "2026-12-01T10:00:04Z", "4"), t0);  // a third: the oldest goes now
   CHECK(out.texts == std::vector<std::string>{"4"});
+  s.push(line(1, "2026-12-01T10:00:04.5Z", "4.5"), t0);
+  CHECK(out.texts == std::vector<std::string>{"4", "4.5"});
+  // ... unflushed: the next release flushes what went out, once, even with nothing due.
+  CHECK(out.flushes == 0);
+  CHECK(s.release(t0));
+  CHECK(out.flushes == 1);
+  CHECK(s.release(t0));
+  CHECK(out.flushes == 1);
+  // The slots of lines that went out are reused, each with the line it holds now.
+  s.push(line(2, "2026-12-01T10:00:07Z", "7"), t0);
   s.finish();
-  CHECK(out.texts == std::vector<std::string>{"4", "5", "6"});
+  CHECK(out.texts == std::vector<std::string>{"4", "4.5", "5", "6", "7"});
+  CHECK(out.flushes == 2);
 
   Collect all;
   OrderedLogSink::Options h;
