@@ -54,7 +54,11 @@ bool OrderedLogSink::push(const LogLine& line, std::chrono::steady_clock::time_p
 bool OrderedLogSink::pop_one() {
   const std::uint32_t slot = held_.top().slot;
   held_.pop();
-  if (!downstream_(slots_[slot])) stopped_ = true;
+  LogLine& line = slots_[slot];
+  if (!downstream_(line)) stopped_ = true;
+  // A slot keeps the buffers of an ordinary line for the next one, not a long one's.
+  constexpr std::size_t kKeptBytes = 1024;
+  if (line.text.capacity() > kKeptBytes) std::string().swap(line.text);
   free_slots_.push_back(slot);
   unflushed_ = true;
   return !stopped_;
