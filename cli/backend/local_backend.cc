@@ -394,8 +394,10 @@ void LocalBackend::logs(const std::string& name, const LogOptions& opts, const L
   }
   if (!opts.follow) return;
 
-  // Follow: read what the keeper appends until the run has ended and all is read.
+  // Follow: read what the keeper appends until the run has ended and all is read, or
+  // until cancelled (then after one more read of what the nodes have written).
   for (;;) {
+    const bool cancelled = opts.cancelled && opts.cancelled();
     bool finished = false;
     try {
       LocalRun now = read_local_run(dir);
@@ -421,11 +423,8 @@ void LocalBackend::logs(const std::string& name, const LogOptions& opts, const L
       r.in.clear();
     }
     if (got && opts.flush) opts.flush();
-    if (finished && !got) return;
-    if (!got) {
-      if (opts.cancelled && opts.cancelled()) return;
-      env_.clock->sleep_for(std::chrono::milliseconds(100));
-    }
+    if (cancelled || (finished && !got)) return;
+    if (!got) env_.clock->sleep_for(std::chrono::milliseconds(100));
   }
 }
 

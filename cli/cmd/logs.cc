@@ -1,6 +1,7 @@
 #include "cmd/logs.h"
 
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "base/duration.h"
@@ -54,6 +55,13 @@ struct LogsOptions {
   int run_logs(Env& env) const {
     auto be = open_backend(env, target, run);
     backend::LogOptions o = resolved;
+    // Ctrl-C ends a follow with everything received printed (the lines held to put
+    // the nodes in order, and for a local run what the nodes have written).
+    std::optional<StopOnSignal> stop_on_signal;
+    if (o.follow) {
+      stop_on_signal.emplace();
+      o.cancelled = [] { return StopOnSignal::received() != 0; };
+    }
     auto print = [&](const backend::LogLine& l) {
       print_log_line(env, l, timestamps);
       return static_cast<bool>(*env.out);
@@ -66,6 +74,7 @@ struct LogsOptions {
       be->logs(run, o, print);
     }
     env.out->flush();
+    if (const int sig = StopOnSignal::received(); sig != 0 && stop_on_signal) return 128 + sig;
     return exit_code::kOk;
   }
 };

@@ -1,6 +1,10 @@
 #include "cmd/run_common.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
+#include <utility>
 
 #include <ostream>
 
@@ -193,6 +197,37 @@ void logs_in_order(Env& env, backend::Backend& be, const std::string& run, backe
     throw;
   }
   ordered.finish();
+}
+
+namespace {
+std::atomic<int> g_stop_signal{0};
+struct sigaction g_old_int, g_old_term;
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal.store(sig);
+}
+}  // namespace
+
+StopOnSignal::StopOnSignal() {
+  g_stop_signal.store(0);
+  struct sigaction sa = {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;  // the second one takes the default action
+  // A signal ignored by whoever started us (SIGINT of a job started in the background
+  // by a shell) stays ignored.
+  for (auto [sig, old] : {std::pair{SIGINT, &g_old_int}, std::pair{SIGTERM, &g_old_term}}) {
+    ::sigaction(sig, nullptr, old);
+    if (old->sa_handler != SIG_IGN) ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+StopOnSignal::~StopOnSignal() {
+  ::sigaction(SIGINT, &g_old_int, nullptr);
+  ::sigaction(SIGTERM, &g_old_term, nullptr);
+}
+
+int StopOnSignal::received() {
+  return g_stop_signal.load();
 }
 
 void release_sweep(Env& env, backend::Backend& be, const std::string& sweep,

@@ -43,6 +43,20 @@ void print_log_line(Env& env, const backend::LogLine& line, bool timestamps,
 void logs_in_order(Env& env, backend::Backend& be, const std::string& run, backend::LogOptions opts,
                    const backend::LogSink& sink);
 
+/// While it lives, SIGINT and SIGTERM ask the command to stop instead of killing it,
+/// so that it can print what it holds (the lines of `logs -f` still in the ordering
+/// window, or not yet flushed) and exit 128 + the signal's number itself. A second
+/// signal kills as usual. One at a time.
+class StopOnSignal {
+ public:
+  StopOnSignal();
+  ~StopOnSignal();
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+  /// The signal received since construction; 0 when none.
+  static int received();
+};
+
 /// Starts the runs of a sweep that wait for a place (train.sweep.parallel) as others
 /// end, so that at most `parallel` of `runs` are pending or running at once, in order;
 /// returns when every run has been started or `stop` says so. Says on stderr what it

@@ -27,6 +27,8 @@ pods:
   - {match: {job: "fails-*"}, lineCount: 1, linePattern: "[rank {index}] waiting {i}", hold: true}
   # deleted: rank 0 writes 5 lines and waits; the test deletes its pod.
   - {match: {job: "deleted-*"}, lineCount: 5, linePattern: "[rank {index}] held {i}", hold: true}
+  # interrupted: 200 lines at once, then quiet; the test stops the follower.
+  - {match: {job: "interrupted-*"}, lineCount: 200, lineRate: 100000, linePattern: "[rank {index}] burst {i}", hold: true}
   # watched: slow to schedule and start, so that status --watch sees every phase.
   - {match: {job: "watched-*"}, scheduleDelay: 0.5, startDelay: 0.5, hold: true}
 YAML
@@ -157,6 +159,27 @@ set -e
 expect_eq "$rc" 0 "logs -f ends when the job fails after its pod was deleted"
 check_ranks "$work/deleted.out" 1 5 "[rank {rank}] held {i}" || fail "lines of the deleted pod"
 expect_contains "$(cat "$work/deleted.err")" "pod $pod was deleted; its log ends here" "deleted-pod notice"
+
+# --- 4b. SIGTERM (as Ctrl-C) ends a follow with every line received printed --------
+# ktrain exits 143 itself (a process killed by the signal reads -15 here).
+project interrupted 2 0
+run="$("$ktrain" submit -f "$work/interrupted.yaml" --run-id i1)"
+python3 - "$ktrain" "$run" "$work/interrupted.out" <<'PY' || fail "SIGTERM during logs -f"
+import signal, subprocess, sys, time
+ktrain, run, out = sys.argv[1:4]
+p = subprocess.Popen([ktrain, "logs", "-f", run], stdout=open(out, "w"), stderr=subprocess.PIPE)
+deadline = time.time() + 20
+while sum(1 for _ in open(out)) < 400:
+    if time.time() > deadline:
+        sys.exit("the follower did not print the 400 lines")
+    time.sleep(0.05)
+p.send_signal(signal.SIGTERM)
+rc = p.wait(timeout=10)
+if rc != 143:
+    sys.exit("logs -f after SIGTERM: %s (expected exit 143), stderr: %s" % (rc, p.stderr.read().decode()))
+PY
+check_ranks "$work/interrupted.out" 2 200 "[rank {rank}] burst {i}" || fail "lines of the interrupted follow"
+echo "ok: SIGTERM ends logs -f with exit 143, every line printed once"
 
 # --- 5. status --watch: every change once, through cut and expired watches -------
 # The watches are cut at random points while the pods start; once they run, they

@@ -31,6 +31,12 @@ if mode == "fail" and rank == 3:
     sys.exit(3)
 if mode == "sleep":
     time.sleep(600)
+if mode == "burst":  # 300 lines at once when the file $GO appears, then quiet
+    while not os.path.exists(os.environ["GO"]):
+        time.sleep(0.01)
+    for i in range(300):
+        print(f"burst {i} of rank {rank}", flush=True)
+    time.sleep(600)
 if mode == "tick":
     for i in range(40):
         print(f"tick {i} of rank {rank}", flush=True)
@@ -205,6 +211,44 @@ expect_status 1 "$ktrain" stop nosuch
 expect_status 0 "$ktrain" delete job-st
 echo "ok: stop, resume"
 
+# Ctrl-C during logs -f: what the nodes wrote before it is printed, each line once
+# (lines are held a quarter of a second to put the nodes in order), and ktrain exits
+# 130 by itself rather than being killed by the signal.
+expect_status 0 "$ktrain" submit --run-id int --set train.env.MODE=burst --set "train.env.GO=$work/go-int"
+python3 - "$ktrain" "$XDG_STATE_HOME/ktrain/runs/job-int" "$work/go-int" "$work/int.out" <<'PY' ||
+import glob, signal, subprocess, sys, time
+ktrain, run_dir, go, out = sys.argv[1:5]
+p = subprocess.Popen([ktrain, "logs", "-f", "job-int"], stdout=open(out, "w"), stderr=subprocess.PIPE)
+time.sleep(0.5)
+open(go, "w").close()
+def burst_done():  # every rank's last burst line is in its node's log
+    n = 0
+    for f in glob.glob(run_dir + "/node-*.log"):
+        n += open(f, errors="replace").read().count(" burst 299 of rank")
+    return n == 4
+deadline = time.time() + 20
+while not burst_done():
+    if time.time() > deadline:
+        sys.exit("the ranks did not write their burst")
+    time.sleep(0.005)
+p.send_signal(signal.SIGINT)
+rc = p.wait(timeout=10)
+err = p.stderr.read().decode()
+if rc != 130:
+    sys.exit("logs -f after SIGINT: %s (expected exit 130), stderr: %s" % (rc, err))
+PY
+  fail "Ctrl-C during logs -f"
+for r in 0 1 2 3; do
+  for i in 0 150 299; do
+    n=$(grep -cx "\[rank $r\] burst $i of rank $r" "$work/int.out" || true)
+    [ "$n" = 1 ] || fail "after Ctrl-C, rank $r burst line $i printed $n times: $(tail -n 5 "$work/int.out")"
+  done
+  n=$(grep -c "^\[rank $r\] burst " "$work/int.out" || true)
+  [ "$n" = 300 ] || fail "after Ctrl-C, rank $r printed $n of its 300 burst lines"
+done
+expect_status 0 "$ktrain" delete job-int
+echo "ok: Ctrl-C during logs -f prints what was written, exits 130"
+
 # Checkpoints: the volume marked checkpoint is KTRAIN_CHECKPOINT_DIR (here a folder per
 # project in the state folder); stop sends SIGTERM and gives train.gracePeriod to save;
 # resume starts from what was saved.
@@ -317,8 +361,10 @@ assert all(x["durationSeconds"] >= 1 for x in d["runs"]), d
 expect_status 0 "$ktrain" list -o name
 [ "$(grep '^par-a-' "$work/out" | tr '\n' ' ')" = "par-a-0 par-a-1 par-a-2 par-a-3 par-a-4 " ] || fail "list: the sweep's runs not together in order: $(names)"
 # Interrupted, the rest wait (Waiting in list), and resume --all starts them.
-"$ktrain" submit --run-id b --set train.sweep.parallel=1 >/dev/null 2>&1 &
+"$ktrain" submit --run-id b --set train.sweep.parallel=1 >"$work/submit-b.out" 2>&1 &
 submit_pid=$!
+# Interrupted once every run is recorded (it prints their names then) and one runs.
+waitfor "par-b-4 to be recorded" grep -qx par-b-4 "$work/submit-b.out"
 waitfor "par-b-0 to start" sh -c "'$ktrain' list --state running -o name | grep -qx par-b-0"
 kill "$submit_pid"; wait "$submit_pid" 2>/dev/null || true
 expect_status 0 "$ktrain" list --sweep par-b
