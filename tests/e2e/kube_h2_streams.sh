@@ -44,12 +44,7 @@ start_apiserver "$work/script.yaml"
 trap cleanup EXIT
 export NO_COLOR=1
 
-if ! start_nginx_h2 "$work/nginx" "$APISERVER_PORT" "$APISERVER_DIR/ca.crt" "$APISERVER_DIR/ca.key"; then
-  echo "SKIP: nginx is not installed"
-  exit 77
-fi
-nginx_kubeconfig "$work/kubeconfig" "$(cat "$APISERVER_DIR/token")" "$APISERVER_DIR/ca.crt"
-export KUBECONFIG="$work/kubeconfig"
+front_apiserver_h2 "$work/nginx"
 cd "$work"
 
 # project NAME NODES [EXTRA]
