@@ -271,24 +271,35 @@ int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::st
                   std::optional<std::chrono::seconds> timeout, bool follow,
                   const std::function<bool()>& abort) {
   const auto start = env.clock->steady_now();
+  // Following, Ctrl-C stops the follow (the runs go on) with every line received printed.
+  std::optional<StopOnSignal> stop_on_signal;
+  if (follow) stop_on_signal.emplace();
+  auto interrupted = [&] { return stop_on_signal && StopOnSignal::received() != 0; };
   auto timed_out = [&] {
     return (abort && abort()) || (timeout && env.clock->steady_now() - start >= *timeout);
+  };
+  auto say_interrupted = [&](const std::string& run) {
+    *env.err << "ktrain: stopped following; run " << run << " goes on ('ktrain delete " << run
+             << "' ends it)\n";
+    return 128 + StopOnSignal::received();
   };
   int status = exit_code::kOk;
   for (const auto& run : runs) {
     if (follow) {
       backend::LogOptions opts;
       opts.follow = true;
-      opts.cancelled = timed_out;
+      opts.cancelled = [&] { return interrupted() || timed_out(); };
       const std::string run_prefix = runs.size() > 1 ? run + " " : "";
       logs_in_order(env, backend, run, opts, [&](const backend::LogLine& l) {
         print_log_line(env, l, false, run_prefix);
         return !timed_out();
       });
       env.out->flush();
+      if (interrupted()) return say_interrupted(run);
     }
     backend::RunStatus st = backend.status(run);
     while (!terminal(st.summary.state)) {
+      if (interrupted()) return say_interrupted(run);
       if (abort && abort()) return exit_code::kFailed;
       if (timed_out()) {
         *env.err << "ktrain: error: timed out after " << format_duration(timeout->count())

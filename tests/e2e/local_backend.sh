@@ -248,6 +248,39 @@ for r in 0 1 2 3; do
 done
 expect_status 0 "$ktrain" delete job-int
 echo "ok: Ctrl-C during logs -f prints what was written, exits 130"
+# The same for submit --follow; the run goes on.
+python3 - "$ktrain" "$XDG_STATE_HOME/ktrain/runs/job-int2" "$work/go-int2" "$work/int2.out" "$work/int2.err" <<'PY' ||
+import glob, os, signal, subprocess, sys, time
+ktrain, run_dir, go, out, err = sys.argv[1:6]
+p = subprocess.Popen([ktrain, "submit", "--follow", "--run-id", "int2", "--set", "train.env.MODE=burst",
+                      "--set", "train.env.GO=" + go], stdout=open(out, "w"), stderr=open(err, "w"))
+deadline = time.time() + 20
+while not glob.glob(run_dir + "/node-*.log"):
+    if time.time() > deadline:
+        sys.exit("the run did not start")
+    time.sleep(0.05)
+time.sleep(0.5)
+open(go, "w").close()
+def burst_done():
+    return sum(open(f, errors="replace").read().count(" burst 299 of rank")
+               for f in glob.glob(run_dir + "/node-*.log")) == 4
+while not burst_done():
+    if time.time() > deadline:
+        sys.exit("the ranks did not write their burst")
+    time.sleep(0.005)
+p.send_signal(signal.SIGINT)
+rc = p.wait(timeout=10)
+if rc != 130:
+    sys.exit("submit --follow after SIGINT: %s (expected exit 130), stderr: %s" % (rc, open(err).read()))
+PY
+  fail "Ctrl-C during submit --follow"
+n=$(grep -c "^\[rank [0-3]\] burst " "$work/int2.out" || true)
+[ "$n" = 1200 ] || fail "after Ctrl-C, submit --follow printed $n of the 1200 burst lines"
+grep -q "^ktrain: stopped following; run job-int2 goes on ('ktrain delete job-int2' ends it)$" "$work/int2.err" ||
+  fail "submit --follow after Ctrl-C said: $(cat "$work/int2.err")"
+[ "$(state_of job-int2)" = Running ] || fail "the run after Ctrl-C of its submit --follow: $(state_of job-int2)"
+expect_status 0 "$ktrain" delete job-int2
+echo "ok: Ctrl-C during submit --follow prints what was written, exits 130, the run goes on"
 
 # Checkpoints: the volume marked checkpoint is KTRAIN_CHECKPOINT_DIR (here a folder per
 # project in the state folder); stop sends SIGTERM and gives train.gracePeriod to save;
