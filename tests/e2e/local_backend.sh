@@ -211,71 +211,60 @@ expect_status 1 "$ktrain" stop nosuch
 expect_status 0 "$ktrain" delete job-st
 echo "ok: stop, resume"
 
-# Ctrl-C during logs -f: what the nodes wrote before it is printed, each line once
-# (lines are held a quarter of a second to put the nodes in order), and ktrain exits
-# 130 by itself rather than being killed by the signal.
-expect_status 0 "$ktrain" submit --run-id int --set train.env.MODE=burst --set "train.env.GO=$work/go-int"
-python3 - "$ktrain" "$XDG_STATE_HOME/ktrain/runs/job-int" "$work/go-int" "$work/int.out" <<'PY' ||
+# Ctrl-C during logs -f and submit --follow: what the nodes wrote before it is
+# printed, each line once (lines are held a quarter of a second to put the nodes in
+# order), and ktrain exits 130 by itself rather than being killed by the signal.
+# ctrl_c_after_burst RUN OUT ERR -- CMD...: runs CMD; once RUN's nodes log, lets its
+# ranks write their burst (MODE=burst, GO=$work/go-RUN); the moment every burst is in
+# the nodes' logs, sends SIGINT and expects exit 130.
+ctrl_c_after_burst() {
+  local run=$1 out=$2 err=$3
+  shift 4
+  python3 - "$XDG_STATE_HOME/ktrain/runs/$run" "$work/go-$run" "$out" "$err" "$@" <<'PY'
 import glob, signal, subprocess, sys, time
-ktrain, run_dir, go, out = sys.argv[1:5]
-p = subprocess.Popen([ktrain, "logs", "-f", "job-int"], stdout=open(out, "w"), stderr=subprocess.PIPE)
-time.sleep(0.5)
-open(go, "w").close()
-def burst_done():  # every rank's last burst line is in its node's log
-    n = 0
-    for f in glob.glob(run_dir + "/node-*.log"):
-        n += open(f, errors="replace").read().count(" burst 299 of rank")
-    return n == 4
+run_dir, go, out, err, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+p = subprocess.Popen(cmd, stdout=open(out, "w"), stderr=open(err, "w"))
 deadline = time.time() + 20
-while not burst_done():
-    if time.time() > deadline:
-        sys.exit("the ranks did not write their burst")
-    time.sleep(0.005)
+def wait_for(what, done, pause):
+    while not done():
+        if time.time() > deadline:
+            sys.exit(what)
+        time.sleep(pause)
+wait_for("the run did not start", lambda: glob.glob(run_dir + "/node-*.log"), 0.05)
+time.sleep(0.5)  # attached to the logs
+open(go, "w").close()
+wait_for("the ranks did not write their burst",
+         lambda: sum(open(f, errors="replace").read().count(" burst 299 of rank")
+                     for f in glob.glob(run_dir + "/node-*.log")) == 4, 0.005)
 p.send_signal(signal.SIGINT)
 rc = p.wait(timeout=10)
-err = p.stderr.read().decode()
 if rc != 130:
-    sys.exit("logs -f after SIGINT: %s (expected exit 130), stderr: %s" % (rc, err))
+    sys.exit("%s after SIGINT: %s (expected exit 130), stderr: %s" % (" ".join(cmd[1:3]), rc, open(err).read()))
 PY
-  fail "Ctrl-C during logs -f"
-for r in 0 1 2 3; do
-  for i in 0 150 299; do
-    n=$(grep -cx "\[rank $r\] burst $i of rank $r" "$work/int.out" || true)
-    [ "$n" = 1 ] || fail "after Ctrl-C, rank $r burst line $i printed $n times: $(tail -n 5 "$work/int.out")"
+}
+check_burst() {  # check_burst FILE: every rank's 300 burst lines, each once
+  local r i n
+  for r in 0 1 2 3; do
+    for i in 0 150 299; do
+      n=$(grep -cx "\[rank $r\] burst $i of rank $r" "$1" || true)
+      [ "$n" = 1 ] || fail "after Ctrl-C, rank $r burst line $i printed $n times: $(tail -n 5 "$1")"
+    done
+    n=$(grep -c "^\[rank $r\] burst " "$1" || true)
+    [ "$n" = 300 ] || fail "after Ctrl-C, rank $r printed $n of its 300 burst lines"
   done
-  n=$(grep -c "^\[rank $r\] burst " "$work/int.out" || true)
-  [ "$n" = 300 ] || fail "after Ctrl-C, rank $r printed $n of its 300 burst lines"
-done
+}
+burst=(--set train.env.MODE=burst)
+expect_status 0 "$ktrain" submit --run-id int "${burst[@]}" --set "train.env.GO=$work/go-job-int"
+ctrl_c_after_burst job-int "$work/int.out" "$work/int.err" -- "$ktrain" logs -f job-int ||
+  fail "Ctrl-C during logs -f"
+check_burst "$work/int.out"
 expect_status 0 "$ktrain" delete job-int
 echo "ok: Ctrl-C during logs -f prints what was written, exits 130"
-# The same for submit --follow; the run goes on.
-python3 - "$ktrain" "$XDG_STATE_HOME/ktrain/runs/job-int2" "$work/go-int2" "$work/int2.out" "$work/int2.err" <<'PY' ||
-import glob, os, signal, subprocess, sys, time
-ktrain, run_dir, go, out, err = sys.argv[1:6]
-p = subprocess.Popen([ktrain, "submit", "--follow", "--run-id", "int2", "--set", "train.env.MODE=burst",
-                      "--set", "train.env.GO=" + go], stdout=open(out, "w"), stderr=open(err, "w"))
-deadline = time.time() + 20
-while not glob.glob(run_dir + "/node-*.log"):
-    if time.time() > deadline:
-        sys.exit("the run did not start")
-    time.sleep(0.05)
-time.sleep(0.5)
-open(go, "w").close()
-def burst_done():
-    return sum(open(f, errors="replace").read().count(" burst 299 of rank")
-               for f in glob.glob(run_dir + "/node-*.log")) == 4
-while not burst_done():
-    if time.time() > deadline:
-        sys.exit("the ranks did not write their burst")
-    time.sleep(0.005)
-p.send_signal(signal.SIGINT)
-rc = p.wait(timeout=10)
-if rc != 130:
-    sys.exit("submit --follow after SIGINT: %s (expected exit 130), stderr: %s" % (rc, open(err).read()))
-PY
+# submit --follow: the same, and the run goes on.
+ctrl_c_after_burst job-int2 "$work/int2.out" "$work/int2.err" -- \
+  "$ktrain" submit --follow --run-id int2 "${burst[@]}" --set "train.env.GO=$work/go-job-int2" ||
   fail "Ctrl-C during submit --follow"
-n=$(grep -c "^\[rank [0-3]\] burst " "$work/int2.out" || true)
-[ "$n" = 1200 ] || fail "after Ctrl-C, submit --follow printed $n of the 1200 burst lines"
+check_burst "$work/int2.out"
 grep -q "^ktrain: stopped following; run job-int2 goes on ('ktrain delete job-int2' ends it)$" "$work/int2.err" ||
   fail "submit --follow after Ctrl-C said: $(cat "$work/int2.err")"
 [ "$(state_of job-int2)" = Running ] || fail "the run after Ctrl-C of its submit --follow: $(state_of job-int2)"
