@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <list>
 #include <map>
 #include <mutex>
 #include <set>
@@ -228,7 +229,7 @@ class Follower {
       if (type == "DELETED") {
         if (job_exists_) {
           job_exists_ = false;
-          notices_.push_back("run " + run_ + " was deleted");
+          queue_notice(-1, "run " + run_ + " was deleted");
         }
       } else {
         job_exists_ = true;
@@ -249,6 +250,8 @@ class Follower {
         flush_notices(lk);
         if (stop_) break;
         start_streams();
+        advance_streams(lk);
+        if (stop_) break;
         if (pods_listed_ && job_listed_ && !job_seen_ && pods_.empty()) {
           not_found = true;
           break;
@@ -277,9 +280,13 @@ class Follower {
       }
       flush_notices(lk);
       stop_ = true;
+      // The transport ends the requests in flight (they see stop_) and calls back.
+      cv_.wait(lk, [this] {
+        return std::none_of(streams_.begin(), streams_.end(),
+                            [](const Stream& st) { return st.phase == Phase::kStreaming; });
+      });
     }
     cv_.notify_all();
-    for (auto& t : streams_) t.join();
     for (auto& t : watchers_) t.join();
     if (error_) throw *error_;
     if (not_found) throw run_not_found(run_, ns_);
@@ -413,30 +420,37 @@ class Follower {
       }
       const bool announce = t.followed > 0 || attempt > 1;
       ++t.followed;
-      streams_.emplace_back(
-          [this, index = pv->index, uid = uid, name = pv->name, attempt, announce] {
-            guard([&] { stream(index, uid, name, attempt, announce); });
-            {
-              std::lock_guard<std::mutex> lk(mu_);
-              tracks_[index].streaming = false;
-            }
-            cv_.notify_all();
-          });
+      Stream& st = streams_.emplace_back();
+      st.index = pv->index;
+      st.uid = uid;
+      st.name = pv->name;
+      const auto pod_type = kube::resource_type("v1", "Pod");
+      st.log_path = kube::object_path(pod_type, ns_, st.name, "log");
+      st.pod_path = kube::object_path(pod_type, ns_, st.name);
+      if (announce) {
+        queue_notice(st.index, "node " + std::to_string(st.index) + " restarted, attempt " +
+                                   std::to_string(attempt) + " (pod " + st.name + ")");
+      }
     }
   }
 
   /// Prints the queued notices (under mu_, released while printing).
   void flush_notices(std::unique_lock<std::mutex>& lk) {
     while (!notices_.empty()) {
-      std::string text = std::move(notices_.front());
+      LogLine n = std::move(notices_.front());
       notices_.erase(notices_.begin());
       lk.unlock();
-      LogLine n;
-      n.notice = true;
-      n.text = std::move(text);
       emit(n);
       lk.lock();
     }
+  }
+
+  /// A notice for run()'s loop to print (under mu_); `index` < 0: of no rank.
+  void queue_notice(int index, std::string text) {
+    LogLine& n = notices_.emplace_back();
+    if (index >= 0) n.rank = index;
+    n.notice = true;
+    n.text = std::move(text);
   }
 
   bool emit(const LogLine& line) {
@@ -461,196 +475,357 @@ class Follower {
     emit(n);
   }
 
-  /// Waits until the pod's container has started (or the pod ended or went away);
-  /// false when the follow stops first.
-  /// While it waits, says once why the container cannot start (an image that cannot be
-  /// pulled, a missing Secret, a failed init container), rather than waiting in silence.
-  bool wait_started(const std::string& uid) {
-    std::unique_lock<std::mutex> lk(mu_);
-    for (;;) {
-      bool tell = false;
-      cv_.wait(lk, [&] {
-        if (stop_) return true;
-        const PodView& pv = pods_[uid];
-        tell = !pv.blocked_key.empty() && pv.blocked_key != pv.blocked_told;
-        return tell || pv.deleted || pv.state == ContainerState::kRunning ||
-               pv.state == ContainerState::kTerminated || pv.phase == "Succeeded" ||
-               pv.phase == "Failed";
-      });
-      if (stop_ || !tell) return !stop_;
-      PodView& pv = pods_[uid];
-      pv.blocked_told = pv.blocked_key;
-      const std::string text = "node " + std::to_string(pv.index) + " (pod " + pv.name +
-                               ") cannot start yet: " + pv.blocked;
-      const int index = pv.index;
-      lk.unlock();
-      notice(index, text);
-      lk.lock();
-    }
-  }
-
-  /// Waits (at most kSettleWait) until the pod watch shows the pod's container
-  /// terminated or the pod deleted; returns the container's state as known then.
-  ContainerState wait_settled(const std::string& uid) {
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait_for(lk, kSettleWait, [&] {
-      const PodView& pv = pods_[uid];
-      return stop_ || pv.deleted || pv.state == ContainerState::kTerminated;
-    });
-    return pods_[uid].state;
-  }
-
-  ContainerState known_state(const std::string& uid) {
-    std::lock_guard<std::mutex> lk(mu_);
-    return pods_[uid].state;
-  }
-
-  /// Follows one pod's log to its end, resuming after every drop.
-  void stream(int index, const std::string& uid, const std::string& name, int attempt,
-              bool announce) {
-    if (announce) {
-      notice(index, "node " + std::to_string(index) + " restarted, attempt " +
-                        std::to_string(attempt) + " (pod " + name + ")");
-    }
-    const auto pod_type = kube::resource_type("v1", "Pod");
-    const std::string log_path = kube::object_path(pod_type, ns_, name, "log");
-    const std::string pod_path = kube::object_path(pod_type, ns_, name);
+  /// One pod's log, followed to its end and resumed after every drop. A state machine
+  /// that run()'s loop advances (advance_streams); its requests run on the transport's
+  /// own thread (HttpTransport::start) and come back through a callback, so that no
+  /// thread waits per stream: 256 followed ranks cost no 256 threads and their stacks.
+  struct Stream {
+    enum class Phase {
+      kWaitStart,  ///< for the container to start (or the pod to end or go away)
+      kStreaming,  ///< its request is in flight (the fields it reads belong to it)
+      kEnded,      ///< the request has ended: run()'s loop looks at why
+      kSettling,   ///< ended with the stream's end: waits (until `until`) for the watch
+      kAskPod,     ///< the pod is read from the API server (after_400: after a 400)
+      kRenew,      ///< a 401: credentials are renewed, then it starts again
+      kSleeping,   ///< until `until`, then kWaitStart
+      kDone,
+    };
+    int index = -1;
+    std::string uid;
+    std::string name;
+    std::string log_path;
+    std::string pod_path;
+    Phase phase = Phase::kWaitStart;
+    std::chrono::steady_clock::time_point until{};
     LineDedup dedup;
     TimestampParser timestamps;
+    LineFramer lines;  ///< of the current connection
     bool first = true;
+    bool renewed = false;  ///< credentials renewed after a 401 since data last came
+    bool after_400 = false;
     int failures = 0;
+    int status = 0;
+    bool stopped = false;  ///< the sink said stop
+    std::string error_body;
+    std::string url;  ///< of the last request, for messages
+    net::Response resp;
+  };
+  using Phase = Stream::Phase;
 
-    // A line goes to the sink straight from the chunk it came in, through one LogLine
-    // shared by every stream (under sink_mu_): with hundreds of streams, a buffer of
-    // lines per stream would cost more memory than the lines. False when the follow
-    // stops.
-    auto handle_line = [&](std::string_view raw) {
-      const auto sp = raw.find(' ');
-      std::optional<std::int64_t> ts;
-      if (sp != std::string_view::npos && sp >= 20) ts = timestamps.parse(raw.substr(0, sp));
-      if (ts && !dedup.accept(*ts)) return true;
-      std::string_view text = ts ? raw.substr(sp + 1) : raw;
-      if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-      if (!rank_prefix_.empty() && text.substr(0, rank_prefix_.size()) != rank_prefix_) {
-        return true;
+  /// A line of `s`'s log to the sink (under sink_mu_); false when the follow stops.
+  /// Straight from the chunk it came in, through one LogLine shared by every stream:
+  /// with hundreds of streams, a buffer of lines per stream would cost more memory
+  /// than the lines.
+  bool handle_line(Stream& s, std::string_view raw) {
+    const auto sp = raw.find(' ');
+    std::optional<std::int64_t> ts;
+    if (sp != std::string_view::npos && sp >= 20) ts = s.timestamps.parse(raw.substr(0, sp));
+    if (ts && !s.dedup.accept(*ts)) return true;
+    std::string_view text = ts ? raw.substr(sp + 1) : raw;
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (!rank_prefix_.empty() && text.substr(0, rank_prefix_.size()) != rank_prefix_) {
+      return true;
+    }
+    LogLine& line = scratch_;
+    line.rank = s.index;
+    line.timestamp.assign(ts ? raw.substr(0, sp) : std::string_view());
+    line.text.assign(text);
+    return sink_(line);
+  }
+
+  /// Moves every stream on as far as it can go now (under mu_, released while requests
+  /// start, pods are read and credentials renewed).
+  void advance_streams(std::unique_lock<std::mutex>& lk) {
+    const auto now = env_.clock->steady_now();
+    std::vector<Stream*> to_start, to_ask, to_renew;
+    for (auto it = streams_.begin(); it != streams_.end();) {
+      step(*it, now);
+      switch (it->phase) {
+        case Phase::kWaitStart:
+          if (started(*it)) {
+            it->phase = Phase::kStreaming;
+            to_start.push_back(&*it);
+          }
+          break;
+        case Phase::kAskPod:
+          to_ask.push_back(&*it);
+          break;
+        case Phase::kRenew:
+          to_renew.push_back(&*it);
+          break;
+        default:
+          break;
       }
-      LogLine& line = scratch_;
-      line.rank = index;
-      line.timestamp.assign(ts ? raw.substr(0, sp) : std::string_view());
-      line.text.assign(text);
-      return sink_(line);
-    };
-
-    // The pod is gone: say so unless its container was seen to finish.
-    auto gone = [&] {
-      if (known_state(uid) != ContainerState::kTerminated) {
-        notice(index, "node " + std::to_string(index) + ": pod " + name +
-                          " was deleted; its log ends here");
-      }
-    };
-
-    while (!stop_) {
-      if (!wait_started(uid)) return;
-      kube::Query q{{"container", container_}, {"timestamps", "true"}, {"follow", "true"}};
-      if (dedup.has_last()) {
-        // The server takes whole seconds: the overlap is dropped by `dedup`.
-        const std::int64_t second = dedup.last() - dedup.last() % 1'000'000'000;
-        q.emplace_back("sinceTime", format_rfc3339(from_ns(second)));
+      if (it->phase == Phase::kDone) {
+        tracks_[it->index].streaming = false;
+        it = streams_.erase(it);
       } else {
-        if (opts_.since) q.emplace_back("sinceTime", format_rfc3339(*opts_.since));
-        if (opts_.tail) q.emplace_back("tailLines", std::to_string(*opts_.tail));
-      }
-      if (!first) dedup.reconnect();
-      first = false;
-
-      auto req = client_.request("GET", log_path, q);
-      req.headers = {{"Accept", "*/*"}};
-      req.timeout = std::chrono::milliseconds(0);
-      req.cancelled = [this] { return stop_.load(); };
-      req.lean = true;
-      int status = 0;
-      bool stopped = false;
-      LineFramer lines;
-      std::string error_body;
-      req.on_headers = [&status](int s, const net::Headers&) { status = s; };
-      req.on_data = [&](std::string_view data) {
-        if (status < 200 || status >= 300) {
-          net::append_capped(error_body, data, kMaxErrorBodyBytes);  // for the message
-          return true;
-        }
-        std::lock_guard<std::mutex> lk(sink_mu_);
-        const bool ok = !stop_ && lines.feed(data, handle_line);
-        if (opts_.flush) opts_.flush();
-        if (!ok) {
-          stopped = true;
-          sink_stopped();
-          return false;
-        }
-        return true;
-      };
-      auto resp = client_.send_unchecked(req);
-      if (stopped || stop_) return;
-      const bool progressed = lines.progressed();
-      if (progressed) failures = 0;
-
-      if (resp.failure == net::TransportFailure::kNone && status >= 200 && status < 300) {
-        // The stream ended: the container finished, the pod went away, or the
-        // connection was closed politely in the middle (then resume). The pod watch
-        // usually tells which by now; the API server is asked only when it has not
-        // (hundreds of streams ending together would otherwise all ask at once).
-        bool terminated = wait_settled(uid) == ContainerState::kTerminated;
-        if (!terminated) {
-          auto pod = client_.get_if_exists(pod_path);
-          if (!pod) {
-            gone();
-            return;
-          }
-          std::lock_guard<std::mutex> lk(mu_);
-          update_pod(*pod, false);
-          terminated = container_state(*pod, container_) == ContainerState::kTerminated;
-        }
-        if (terminated) {
-          if (!lines.rest().empty()) {
-            std::lock_guard<std::mutex> lk(sink_mu_);  // a last line without "\n"
-            if (!stop_ && !handle_line(lines.rest())) sink_stopped();
-          }
-          return;
-        }
-      } else if (resp.failure == net::TransportFailure::kNone && status == 404) {
-        gone();
-        return;
-      } else if (resp.failure == net::TransportFailure::kNone && status == 400) {
-        // The container is not running yet (or never ran): wait for the pod to move.
-        auto pod = client_.get_if_exists(pod_path);
-        if (!pod) return;
-        const std::string phase = (*pod)["status"].value("phase", "");
-        if ((phase == "Succeeded" || phase == "Failed") &&
-            container_state(*pod, container_) != ContainerState::kTerminated) {
-          return;  // ended without its container ever running: no log
-        }
-        if (!kube::sleep_unless_cancelled(env_, std::chrono::milliseconds(200),
-                                          [this] { return stop_.load(); })) {
-          return;
-        }
-        continue;
-      } else if (resp.failure == net::TransportFailure::kNone && status != 429 && status < 500) {
-        resp.body = error_body;
-        client_.check(req, resp);  // 401, 403, ...: throws
-      }
-      if (progressed) continue;  // resume at once after a drop in the middle of data
-      if (++failures >= kMaxFailures) {
-        resp.body = error_body;
-        if (resp.failure != net::TransportFailure::kNone) {
-          throw kube::transport_error(client_.config(), req, resp);
-        }
-        client_.check(req, resp);
-        throw Error("following pod " + name + ": the log stream keeps ending without data");
-      }
-      if (!kube::sleep_unless_cancelled(env_, kube::reconnect_delay(failures),
-                                        [this] { return stop_.load(); })) {
-        return;
+        ++it;
       }
     }
+    flush_notices(lk);  // a restart's notice before the new pod's lines
+    if (to_start.empty() && to_ask.empty() && to_renew.empty()) return;
+    lk.unlock();
+    bool renewed = false;
+    if (!to_renew.empty()) guard([&] { renewed = client_.renew_credentials(); });
+    if (!to_ask.empty()) guard([&] { ask_pods(to_ask); });
+    for (Stream* st : to_start) begin_request(*st);
+    lk.lock();
+    for (Stream* st : to_renew) {
+      if (st->phase != Phase::kRenew) continue;
+      if (renewed) {
+        st->phase = Phase::kWaitStart;
+      } else {
+        fail_check(*st);  // the 401, as it came
+        st->phase = Phase::kDone;
+      }
+    }
+  }
+
+  /// Whether the container of a waiting stream has started (or its pod ended or went
+  /// away). While it waits, says once why the container cannot start (an image that
+  /// cannot be pulled, a missing Secret, a failed init container), rather than waiting
+  /// in silence. Under mu_.
+  bool started(Stream& s) {
+    PodView& pv = pods_[s.uid];
+    if (!pv.blocked_key.empty() && pv.blocked_key != pv.blocked_told) {
+      pv.blocked_told = pv.blocked_key;
+      queue_notice(pv.index, "node " + std::to_string(pv.index) + " (pod " + pv.name +
+                                 ") cannot start yet: " + pv.blocked);
+    }
+    return pv.deleted || pv.state == ContainerState::kRunning ||
+           pv.state == ContainerState::kTerminated || pv.phase == "Succeeded" ||
+           pv.phase == "Failed";
+  }
+
+  /// One step of `s` that needs no request (under mu_).
+  void step(Stream& s, std::chrono::steady_clock::time_point now) {
+    if (stop_ && s.phase != Phase::kStreaming) {
+      s.phase = Phase::kDone;
+      return;
+    }
+    switch (s.phase) {
+      case Phase::kEnded:
+        request_ended(s, now);
+        if (s.phase == Phase::kSettling) step(s, now);  // the watch may know already
+        break;
+      case Phase::kSettling: {
+        const PodView& pv = pods_[s.uid];
+        if (!(pv.deleted || pv.state == ContainerState::kTerminated || now >= s.until)) break;
+        if (pv.state == ContainerState::kTerminated) {
+          last_line(s);
+          s.phase = Phase::kDone;
+        } else {
+          s.after_400 = false;  // the watch did not say: ask the API server
+          s.phase = Phase::kAskPod;
+        }
+        break;
+      }
+      case Phase::kSleeping:
+        if (now >= s.until) s.phase = Phase::kWaitStart;
+        break;
+      default:
+        break;
+    }
+  }
+
+  /// The stream's request has ended: why, and what next (under mu_).
+  void request_ended(Stream& s, std::chrono::steady_clock::time_point now) {
+    if (s.stopped) {
+      s.phase = Phase::kDone;
+      return;
+    }
+    if (s.lines.progressed()) {
+      s.failures = 0;
+      s.renewed = false;
+    }
+    const net::Response& resp = s.resp;
+    const bool answered = resp.failure == net::TransportFailure::kNone;
+    if (answered && s.status >= 200 && s.status < 300) {
+      // The stream ended: the container finished, the pod went away, or the connection
+      // was closed politely in the middle (then resume). The pod watch usually tells
+      // which by now; the API server is asked only when it has not (hundreds of streams
+      // ending together would otherwise all ask at once).
+      s.phase = Phase::kSettling;
+      s.until = now + kSettleWait;
+    } else if (answered && s.status == 404) {
+      gone(s);
+      s.phase = Phase::kDone;
+    } else if (answered && s.status == 400) {
+      // The container is not running yet (or never ran): wait for the pod to move.
+      s.after_400 = true;
+      s.phase = Phase::kAskPod;
+    } else if (answered && s.status == 401 && !s.renewed) {
+      s.renewed = true;
+      s.phase = Phase::kRenew;
+    } else if (answered && s.status != 429 && s.status < 500 && fail_check(s)) {
+      s.phase = Phase::kDone;  // 401, 403, ...: the follow ends
+    } else {
+      retry_later(s, now);
+    }
+  }
+
+  /// After an answer that is no end: at once when data came on it, else after a delay
+  /// that grows with each failure, up to kMaxFailures (under mu_).
+  void retry_later(Stream& s, std::chrono::steady_clock::time_point now) {
+    if (s.lines.progressed()) {
+      s.phase = Phase::kWaitStart;  // resume at once after a drop in the middle of data
+      return;
+    }
+    if (++s.failures >= kMaxFailures) {
+      if (s.resp.failure != net::TransportFailure::kNone) {
+        fail_locked(kube::transport_error(client_.config(), request_of(s), s.resp));
+      } else if (!fail_check(s)) {
+        fail_locked(
+            Error("following pod " + s.name + ": the log stream keeps ending without data"));
+      }
+      s.phase = Phase::kDone;
+      return;
+    }
+    s.phase = Phase::kSleeping;
+    s.until = now + kube::reconnect_delay(s.failures);
+  }
+
+  /// The follow ends with the error that `s`'s answer stands for, if it stands for one
+  /// (under mu_); false when it does not.
+  bool fail_check(Stream& s) {
+    net::Response resp = s.resp;
+    resp.status = s.status;
+    resp.body = s.error_body;
+    try {
+      client_.check(request_of(s), resp);
+    } catch (const Error& e) {
+      fail_locked(e);
+      return true;
+    }
+    return false;
+  }
+
+  /// What messages need of the stream's last request.
+  static net::Request request_of(const Stream& s) {
+    net::Request r;
+    r.url = s.url;
+    return r;
+  }
+
+  /// As fail(), under mu_.
+  void fail_locked(const Error& e) {
+    if (!error_ && !stop_) error_ = e;
+    stop_ = true;
+    cv_.notify_all();
+  }
+
+  /// The pod is gone: says so unless its container was seen to finish (under mu_).
+  void gone(Stream& s) {
+    if (pods_[s.uid].state != ContainerState::kTerminated) {
+      queue_notice(s.index, "node " + std::to_string(s.index) + ": pod " + s.name +
+                                " was deleted; its log ends here");
+    }
+  }
+
+  /// The log has ended for good: a last line without "\n" goes out too.
+  void last_line(Stream& s) {
+    if (s.lines.rest().empty()) return;
+    std::lock_guard<std::mutex> lk(sink_mu_);
+    if (!stop_ && !handle_line(s, s.lines.rest())) sink_stopped();
+  }
+
+  /// Reads the pods of streams in kAskPod, all at once (mu_ not held), and moves them on.
+  void ask_pods(const std::vector<Stream*>& streams) {
+    std::vector<net::Request> reqs;
+    reqs.reserve(streams.size());
+    for (const Stream* st : streams) reqs.push_back(client_.request("GET", st->pod_path));
+    auto resps = client_.send_all(reqs);
+    std::vector<std::optional<json>> pods(streams.size());
+    for (size_t i = 0; i < streams.size(); ++i) {
+      if (resps[i].failure == net::TransportFailure::kNone && resps[i].status == 404) continue;
+      client_.check(reqs[i], resps[i]);
+      pods[i] = json::parse(resps[i].body);
+      std::string().swap(resps[i].body);
+    }
+    const auto now = env_.clock->steady_now();
+    std::lock_guard<std::mutex> lk(mu_);
+    for (size_t i = 0; i < streams.size(); ++i) {
+      Stream& st = *streams[i];
+      const auto& pod = pods[i];
+      st.phase = Phase::kDone;
+      if (st.after_400) {
+        if (!pod) continue;
+        const json* status = pod->contains("status") ? &(*pod)["status"] : nullptr;
+        const std::string phase =
+            status && status->is_object() ? status->value("phase", "") : std::string();
+        if ((phase == "Succeeded" || phase == "Failed") &&
+            container_state(*pod, container_) != ContainerState::kTerminated) {
+          continue;  // ended without its container ever running: no log
+        }
+        st.phase = Phase::kSleeping;
+        st.until = now + std::chrono::milliseconds(200);
+        continue;
+      }
+      if (!pod) {
+        gone(st);
+        continue;
+      }
+      update_pod(*pod, false);
+      if (container_state(*pod, container_) == ContainerState::kTerminated) {
+        last_line(st);
+        continue;
+      }
+      retry_later(st, now);
+    }
+    cv_.notify_all();
+  }
+
+  /// Starts the request of a stream in kStreaming (mu_ not held): from the last line
+  /// seen, or as the options say the first time.
+  void begin_request(Stream& s) {
+    kube::Query q{{"container", container_}, {"timestamps", "true"}, {"follow", "true"}};
+    if (s.dedup.has_last()) {
+      // The server takes whole seconds: the overlap is dropped by `dedup`.
+      const std::int64_t second = s.dedup.last() - s.dedup.last() % 1'000'000'000;
+      q.emplace_back("sinceTime", format_rfc3339(from_ns(second)));
+    } else {
+      if (opts_.since) q.emplace_back("sinceTime", format_rfc3339(*opts_.since));
+      if (opts_.tail) q.emplace_back("tailLines", std::to_string(*opts_.tail));
+    }
+    if (!s.first) s.dedup.reconnect();
+    s.first = false;
+    s.status = 0;
+    s.stopped = false;
+    s.lines = LineFramer();
+    s.error_body.clear();
+
+    auto req = client_.request("GET", s.log_path, q);
+    s.url = req.url;
+    req.headers = {{"Accept", "*/*"}};
+    req.timeout = std::chrono::milliseconds(0);
+    req.cancelled = [this] { return stop_.load(); };
+    req.lean = true;
+    req.on_headers = [&s](int status, const net::Headers&) { s.status = status; };
+    req.on_data = [this, &s](std::string_view data) {
+      if (s.status < 200 || s.status >= 300) {
+        net::append_capped(s.error_body, data, kMaxErrorBodyBytes);  // for the message
+        return true;
+      }
+      std::lock_guard<std::mutex> lk(sink_mu_);
+      const bool ok =
+          !stop_ && s.lines.feed(data, [&](std::string_view raw) { return handle_line(s, raw); });
+      if (opts_.flush) opts_.flush();
+      if (!ok) {
+        s.stopped = true;
+        sink_stopped();
+        return false;
+      }
+      return true;
+    };
+    client_.start_unchecked(std::move(req), [this, &s](net::Response resp) {
+      // Notified under the lock: once it is released, run() may return and the
+      // follower be gone.
+      std::lock_guard<std::mutex> lk(mu_);
+      s.resp = std::move(resp);
+      s.phase = Phase::kEnded;
+      cv_.notify_all();
+    });
   }
 
   struct Track {
@@ -680,7 +855,8 @@ class Follower {
   std::map<std::string, int> replica_of_;
   std::map<int, Track> tracks_;
   std::uint64_t seen_ = 0;
-  std::vector<std::string> notices_;
+  std::vector<LogLine> notices_;
+  std::list<Stream> streams_;  ///< the streams being followed (under mu_)
   bool pods_listed_ = false;
   bool job_listed_ = false;
   bool job_exists_ = false;
@@ -693,7 +869,6 @@ class Follower {
   std::mutex sink_mu_;
   LogLine scratch_;  ///< the line handed to the sink (under sink_mu_)
   std::vector<std::thread> watchers_;
-  std::vector<std::thread> streams_;
 };
 
 }  // namespace

@@ -262,6 +262,15 @@ net::Response Client::send_unchecked(net::Request req) {
   return resp;
 }
 
+void Client::start_unchecked(net::Request req, std::function<void(net::Response)> done) {
+  credentials_->apply(req);
+  transport_.start(std::move(req), std::move(done));
+}
+
+bool Client::renew_credentials() {
+  return credentials_->invalidate();
+}
+
 std::vector<net::Response> Client::send_all(std::vector<net::Request> reqs) {
   std::vector<net::Request> with_auth = reqs;
   for (auto& r : with_auth) credentials_->apply(r);

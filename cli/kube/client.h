@@ -135,6 +135,17 @@ class Client {
   /// thrown (for streams that reconnect by themselves).
   net::Response send_unchecked(net::Request req);
 
+  /// As `send_unchecked`, but returns at once: `done` gets the answer on the
+  /// transport's thread (net::HttpTransport::start), and must not block. No second try
+  /// after a 401 (that would run a credential plugin on the transport's thread): the
+  /// caller calls renew_credentials and starts again. For followed logs, so that
+  /// hundreds of them need no thread each.
+  void start_unchecked(net::Request req, std::function<void(net::Response)> done);
+
+  /// After a 401: drops the credentials got from an exec plugin or token file, so that
+  /// the next request gets fresh ones; false when there is nothing to renew.
+  bool renew_credentials();
+
   /// Sends all `reqs` concurrently, each as `send` would; responses in order. Failures
   /// below HTTP come back in the responses (check them with `check`).
   std::vector<net::Response> send_all(std::vector<net::Request> reqs);

@@ -10,7 +10,9 @@
 #include <cctype>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -217,6 +219,10 @@ struct Transfer {
   bool in_flight = false;
   bool done = false;  ///< finished (lean streams: set by the loop thread, under its mutex)
   std::array<char, CURL_ERROR_SIZE> errbuf{};
+  /// Started with CurlTransport::start: the request it owns, and who gets the answer
+  /// (the loop deletes the transfer after calling it).
+  std::unique_ptr<Request> owned;
+  std::function<void(Response)> on_done;
 
   void deliver_headers() {
     if (headers_delivered) return;
@@ -598,8 +604,8 @@ struct CurlTransport::Impl {
     t.headers = t.connect_to = nullptr;
   }
 
-  /// Runs one request on the shared loop; returns when it has ended.
-  Response run_one(const Request& req) {
+  /// Starts the shared loop's thread, once.
+  void start_loop() {
     std::call_once(loop_once, [this] {
       loop.session.multi = lib().multi_init();
       lib().multi_setopt(loop.session.multi, CURLMOPT_PIPELINING,
@@ -611,13 +617,34 @@ struct CurlTransport::Impl {
       loop.thread = std::thread([this] { run_loop(); });
       loop.thread_id = loop.thread.get_id();
     });
+  }
+
+  /// Hands a transfer to the loop.
+  void enqueue(Transfer* t) {
+    std::lock_guard<std::mutex> lk(loop.mu);
+    loop.incoming.push_back(t);
+    lib().multi_wakeup(loop.session.multi);
+  }
+
+  /// Starts `req` on the shared loop; `done` is called there when it has ended.
+  void start_one(Request req, std::function<void(Response)> done) {
+    start_loop();
+    auto t = std::make_unique<Transfer>();
+    t->owned = std::make_unique<Request>(std::move(req));
+    t->req = t->owned.get();
+    t->on_done = std::move(done);
+    enqueue(t.release());
+  }
+
+  /// Runs one request on the shared loop; returns when it has ended.
+  Response run_one(const Request& req) {
+    start_loop();
     if (std::this_thread::get_id() == loop.thread_id) return std::move(run({&req}).front());
     Transfer t;
     t.req = &req;
+    enqueue(&t);
     {
       std::unique_lock<std::mutex> lk(loop.mu);
-      loop.incoming.push_back(&t);
-      lib().multi_wakeup(loop.session.multi);
       loop.done_cv.wait(lk, [&] { return t.done; });
     }
     return std::move(t.resp);
@@ -711,9 +738,7 @@ struct CurlTransport::Impl {
       } else {
         lib().easy_cleanup(t.easy);
       }
-      std::lock_guard<std::mutex> lk(loop.mu);
-      t.done = true;
-      loop.done_cv.notify_all();
+      complete(t);
     };
     for (;;) {
       {
@@ -773,6 +798,18 @@ struct CurlTransport::Impl {
     t.aborted = true;
     t.resp.failure = TransportFailure::kOther;
     t.resp.failure_message = "cancelled";
+    complete(t);
+  }
+
+  /// A loop transfer has ended: its caller gets the answer (a started one through its
+  /// callback, after which the transfer is gone).
+  void complete(Transfer& t) {
+    if (t.on_done) {
+      std::unique_ptr<Transfer> owned(&t);
+      auto done = std::move(t.on_done);
+      done(std::move(t.resp));
+      return;
+    }
     std::lock_guard<std::mutex> lk(loop.mu);
     t.done = true;
     loop.done_cv.notify_all();
@@ -887,6 +924,14 @@ Response CurlTransport::perform(const Request& req) {
   // (or a request) of its own.
   if (std::string why = request_problem(req); !why.empty()) return not_sent(why);
   return impl_->run_one(req);
+}
+
+void CurlTransport::start(Request req, std::function<void(Response)> done) {
+  if (std::string why = request_problem(req); !why.empty()) {
+    done(not_sent(why));
+    return;
+  }
+  impl_->start_one(std::move(req), std::move(done));
 }
 
 std::vector<Response> CurlTransport::perform_all(const std::vector<Request>& reqs) {

@@ -47,6 +47,8 @@ class CurlTransport : public HttpTransport {
 
   Response perform(const Request& req) override;
   std::vector<Response> perform_all(const std::vector<Request>& reqs) override;
+  /// On the loop thread that runs single requests: no thread of its own waits for it.
+  void start(Request req, std::function<void(Response)> done) override;
 
  private:
   struct Impl;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <thread>
 
 namespace ktrain::net {
 
@@ -178,6 +179,12 @@ std::string redact_url(const std::string& url) {
     pos = amp + 1;
   }
   return result + fragment;
+}
+
+void HttpTransport::start(Request req, std::function<void(Response)> done) {
+  std::thread([this, req = std::move(req), done = std::move(done)]() mutable {
+    done(perform(req));
+  }).detach();
 }
 
 }  // namespace ktrain::net

@@ -181,6 +181,13 @@ class HttpTransport {
   /// Performs all `reqs` concurrently (HTTP/2 multiplexing where the server offers it,
   /// else parallel connections) and waits for all; responses in the order of `reqs`.
   virtual std::vector<Response> perform_all(const std::vector<Request>& reqs) = 0;
+  /// Starts `req` and returns without waiting for it: `done` gets the response (as
+  /// perform would return it) once the request has ended. For long streams (followed
+  /// logs) that would otherwise hold a waiting thread each. `done` and the request's
+  /// callbacks run on a thread of the transport's, and must not block; `done` may be
+  /// called before start returns. Not retried by RetryingTransport: its callers retry
+  /// themselves. The default runs perform() on a thread of its own.
+  virtual void start(Request req, std::function<void(Response)> done);
 };
 
 }  // namespace ktrain::net

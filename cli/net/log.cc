@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
 #include <ostream>
 
 namespace ktrain::net {
@@ -111,6 +112,22 @@ Response LoggingTransport::perform(const Request& req) {
   log_one(req, resp,
           std::chrono::duration_cast<std::chrono::milliseconds>(clock_.steady_now() - start));
   return resp;
+}
+
+void LoggingTransport::start(Request req, std::function<void(Response)> done) {
+  // What the line needs of the request, not the request (with its callbacks and TLS
+  // material) for as long as the stream runs.
+  auto shown = std::make_shared<Request>();
+  shown->method = req.method;
+  shown->url = req.url;
+  shown->log_label = req.log_label;
+  if (verbosity_ >= 2) shown->headers = req.headers;
+  const auto begun = clock_.steady_now();
+  inner_.start(std::move(req), [this, shown, begun, done = std::move(done)](Response resp) {
+    log_one(*shown, resp,
+            std::chrono::duration_cast<std::chrono::milliseconds>(clock_.steady_now() - begun));
+    done(std::move(resp));
+  });
 }
 
 std::vector<Response> LoggingTransport::perform_all(const std::vector<Request>& reqs) {

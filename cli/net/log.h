@@ -20,6 +20,8 @@ class LoggingTransport : public HttpTransport {
 
   Response perform(const Request& req) override;
   std::vector<Response> perform_all(const std::vector<Request>& reqs) override;
+  /// Logs the request when it has ended, as perform does.
+  void start(Request req, std::function<void(Response)> done) override;
 
  private:
   void log_one(const Request& req, const Response& resp, std::chrono::milliseconds took);

@@ -41,6 +41,10 @@ class RetryingTransport : public HttpTransport {
 
   Response perform(const Request& req) override;
   std::vector<Response> perform_all(const std::vector<Request>& reqs) override;
+  /// Passed to the inner transport as it is, without retries (see HttpTransport::start).
+  void start(Request req, std::function<void(Response)> done) override {
+    inner_.start(std::move(req), std::move(done));
+  }
 
   /// The delay before retry number `retry` (0-based) of `resp`.
   std::chrono::milliseconds delay_for(int retry, const Response& resp);
