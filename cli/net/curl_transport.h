@@ -35,7 +35,8 @@ struct CurlOptions {
 ///   on one multi handle driven by one thread of the transport's own, so hundreds of
 ///   followed logs and watches cost one set of tables and share connections; the
 ///   calling thread waits while that thread calls the request's callbacks (which
-///   therefore should not block for long);
+///   therefore should not block for long); start() hands a request to that thread
+///   and returns, with no thread waiting for it (followed logs);
 /// - failures below HTTP come back classified (TransportFailure).
 /// Safe to call from several threads at once.
 class CurlTransport : public HttpTransport {

@@ -96,6 +96,40 @@ admin DELETE /_test/faults >/dev/null
 check_ranks "$work/cuts-again.out" 4 1500 "[rank {rank}] line {i}" || fail "logs after the run"
 echo "ok: logs (not followed) of the finished run"
 
+# --- 1b. A 401 on log streams: fresh credentials from an exec plugin, once -------
+# The finished run's streams again, two of them answered 401 at first. With a fixed
+# token there is nothing to renew: the follow ends with the 401. With an exec plugin,
+# ktrain runs it again and opens those streams once more.
+log401='{"method": "GET", "path": "/api/v1/namespaces/*/pods/*/log", "query": "follow=true", "status": 401, "count": 2}'
+admin POST /_test/faults "$log401" >/dev/null
+set +e
+"$ktrain" logs -f "$run" >"$work/401.out" 2>"$work/401.err"
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "logs -f with a 401 and a fixed token exited 0"
+expect_contains "$(cat "$work/401.err")" "Unauthorized" "a 401 with a fixed token: the message"
+admin DELETE /_test/faults >/dev/null
+token=$(awk '$1 == "token:" {print $2; exit}' "$KUBECONFIG")
+cat >"$work/plugin.sh" <<SH
+#!/bin/sh
+echo run >>"$work/plugin.runs"
+printf '{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": "%s"}}\n' "$token"
+SH
+chmod +x "$work/plugin.sh"
+sed -e '/^users:/,/^- name: cert-user/{s|^    token: .*|    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: '"$work"'/plugin.sh\n      interactiveMode: Never|}' \
+  "$KUBECONFIG" >"$work/exec.kubeconfig"
+admin POST /_test/faults "$log401" >/dev/null
+admin DELETE /_test/requests >/dev/null
+KUBECONFIG="$work/exec.kubeconfig" "$ktrain" logs -f "$run" >"$work/401.out" 2>"$work/401.err" ||
+  fail "logs -f with a 401 and an exec plugin: $(cat "$work/401.err")"
+check_ranks "$work/401.out" 4 1500 "[rank {rank}] line {i}" || fail "logs -f after a 401"
+runs=$(wc -l <"$work/plugin.runs")
+[ "$runs" -ge 2 ] || fail "the exec plugin ran $runs times (want a second run after the 401)"
+got401=$(admin GET '/_test/requests?path=/api/v1/namespaces/*/pods/*/log' | json 'sum(1 for r in d if r["status"] == 401)')
+expect_eq "$got401" 2 "two streams answered 401"
+echo "ok: 401 on two streams: the plugin ran again ($runs runs), every line once"
+admin DELETE /_test/faults >/dev/null
+
 # --- 2. A rank restarts: both attempts, and the notice --------------------------
 project restart 2 2
 set +e

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "test_servers.h"
@@ -179,6 +181,84 @@ TEST_CASE("curl: perform_all answers every request, in order") {
     CHECK(out[i].status == 200);
     CHECK(out[i].body == std::to_string(i));
   }
+}
+
+TEST_CASE("curl: start runs requests on the loop's thread and calls back with each answer") {
+  httplib::Server s;
+  routes(s);
+  Running<httplib::Server> srv(s);
+  CurlTransport t;
+  constexpr int kStreams = 24;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> bodies(kStreams);
+  std::vector<Response> answers(kStreams);
+  std::vector<std::thread::id> threads(kStreams);
+  int done = 0;
+  for (int i = 0; i < kStreams; ++i) {
+    Request r;
+    r.url = srv.url("http", i % 2 ? "/stream" : "/n/" + std::to_string(i));
+    r.lean = true;
+    if (i % 2) {
+      r.on_data = [&bodies, i](std::string_view d) {
+        bodies[i].append(d);
+        return true;
+      };
+    }
+    t.start(std::move(r), [&, i](Response resp) {
+      std::lock_guard<std::mutex> lk(mu);
+      answers[i] = std::move(resp);
+      threads[i] = std::this_thread::get_id();
+      ++done;
+      cv.notify_all();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lk(mu);
+    REQUIRE(cv.wait_for(lk, std::chrono::seconds(30), [&] { return done == kStreams; }));
+  }
+  for (int i = 0; i < kStreams; ++i) {
+    CAPTURE(i);
+    CHECK(answers[i].failure == TransportFailure::kNone);
+    CHECK(answers[i].status == 200);
+    if (i % 2) {
+      CHECK(bodies[i] == "line 0\nline 1\nline 2\nline 3\nline 4\n");
+      CHECK(answers[i].body.empty());  // streamed: handed over, not kept
+    } else {
+      CHECK(answers[i].body == std::to_string(i));
+    }
+  }
+  // Every answer came on one thread, the loop's: no thread per request.
+  const bool one_thread = std::all_of(threads.begin(), threads.end(),
+                                      [&](std::thread::id id) { return id == threads[0]; });
+  CHECK(one_thread);
+  CHECK(threads[0] != std::this_thread::get_id());
+
+  // Stopped by its reader, and one that cannot be sent: each gets its answer too.
+  Request big;
+  big.url = srv.url("http", "/big");
+  big.on_data = [](std::string_view) { return false; };
+  Request bad;
+  bad.url = srv.url("http", "/hello");
+  bad.headers = {{"X-Injected", "a\r\nX-Evil: 1"}};
+  std::vector<Response> ends;
+  for (Request* r : {&big, &bad}) {
+    t.start(*r, [&](Response resp) {
+      std::lock_guard<std::mutex> lk(mu);
+      ends.push_back(std::move(resp));
+      cv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> lk(mu);
+  REQUIRE(cv.wait_for(lk, std::chrono::seconds(30), [&] { return ends.size() == 2; }));
+  const bool aborted = std::any_of(ends.begin(), ends.end(), [](const Response& r) {
+    return r.failure == TransportFailure::kAborted && r.status == 200;
+  });
+  const bool not_sent = std::any_of(ends.begin(), ends.end(), [](const Response& r) {
+    return r.failure == TransportFailure::kNotSent && r.status == 0;
+  });
+  CHECK(aborted);
+  CHECK(not_sent);
 }
 
 TEST_CASE("curl: connection refused is classified and described in plain words") {

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <future>
 #include <sstream>
 
 #include "scripted_transport.h"
@@ -20,6 +21,26 @@ TEST_CASE("log: method, URL, status, duration and HTTP version") {
   t.perform(r);
   CHECK(out.str() ==
         "I GET https://registry.test/v2/lib/app/manifests/v1 404 Not Found 0ms (HTTP/1.1)\n");
+}
+
+TEST_CASE("log: a started request is logged when it ends, and its answer passed on") {
+  ScriptedTransport inner;
+  FakeClock clock;
+  inner.script = {canned(200, "body")};
+  std::ostringstream out;
+  LoggingTransport t(inner, out, clock, 1);
+  Request r;
+  r.url = "https://api.test/api/v1/namespaces/ml/pods/p/log?follow=true&token=s3cr3t";
+  std::promise<Response> answer;
+  t.start(r, [&answer](Response resp) { answer.set_value(std::move(resp)); });
+  auto got = answer.get_future();
+  REQUIRE(got.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  const Response resp = got.get();
+  CHECK(resp.status == 200);
+  CHECK(resp.body == "body");
+  CHECK(out.str() ==
+        "I GET https://api.test/api/v1/namespaces/ml/pods/p/log?follow=true&token=REDACTED 200 OK "
+        "0ms (HTTP/1.1)\n");
 }
 
 TEST_CASE("log: credentials never reach the log") {
