@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "base/timefmt.h"
 #include "kube/run_state.h"
 #include "kube/watch.h"
+#include "net/retry.h"
 
 namespace ktrain::backend {
 
@@ -735,7 +737,7 @@ class Follower {
     std::vector<net::Request> reqs;
     reqs.reserve(streams.size());
     for (const Stream* st : streams) reqs.push_back(client_.request("GET", st->pod_path));
-    auto resps = client_.send_all(reqs);
+    auto resps = get_all(reqs);
     std::vector<std::optional<json>> pods(streams.size());
     for (size_t i = 0; i < streams.size(); ++i) {
       if (resps[i].failure == net::TransportFailure::kNone && resps[i].status == 404) continue;
@@ -774,6 +776,43 @@ class Follower {
       retry_later(st, now);
     }
     cv_.notify_all();
+  }
+
+  /// Sends `reqs` on the transport's loop, all at once, and waits for every answer (mu_
+  /// not held): over the connections that the streams use, rather than a new one. A
+  /// 401, or a failure worth trying again, is sent again the usual way (send_unchecked
+  /// renews the credentials it can, and retries with backoff).
+  std::vector<net::Response> get_all(const std::vector<net::Request>& reqs) {
+    struct Latch {
+      std::mutex mu;
+      std::condition_variable cv;
+      size_t left = 0;
+      std::vector<net::Response> answers;
+    };
+    auto latch = std::make_shared<Latch>();
+    latch->left = reqs.size();
+    latch->answers.resize(reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      client_.start_unchecked(reqs[i], [latch, i](net::Response resp) {
+        std::lock_guard<std::mutex> lk(latch->mu);
+        latch->answers[i] = std::move(resp);
+        if (--latch->left == 0) latch->cv.notify_all();
+      });
+    }
+    std::vector<net::Response> answers;
+    {
+      std::unique_lock<std::mutex> lk(latch->mu);
+      latch->cv.wait(lk, [&] { return latch->left == 0; });
+      answers = std::move(latch->answers);
+    }
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const bool unauthorized =
+          answers[i].failure == net::TransportFailure::kNone && answers[i].status == 401;
+      if (unauthorized || net::is_retryable(answers[i])) {
+        answers[i] = client_.send_unchecked(reqs[i]);
+      }
+    }
+    return answers;
   }
 
   /// Starts the request of a stream in kStreaming (mu_ not held): from the last line
