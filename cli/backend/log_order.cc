@@ -34,11 +34,12 @@ bool OrderedLogSink::push(const LogLine& line, std::chrono::steady_clock::time_p
     slot = free_slots_.back();
     free_slots_.pop_back();
   }
-  LogLine& held = slots_[slot];
+  Slot& held = slots_[slot];
   held.rank = line.rank;
   held.notice = line.notice;
-  held.text.assign(line.text);  // into the buffer the slot's last line left
-  held.timestamp.assign(line.timestamp);
+  held.ts_len = static_cast<std::uint32_t>(line.timestamp.size());
+  held.buf.assign(line.timestamp);  // into the buffer the slot's last line left
+  held.buf.append(line.text);
   held_.push(Held{ts, seq_++, arrived, slot});
   const bool was_empty = held_.size() == 1;
   bool ok = true;
@@ -54,11 +55,16 @@ bool OrderedLogSink::push(const LogLine& line, std::chrono::steady_clock::time_p
 bool OrderedLogSink::pop_one() {
   const std::uint32_t slot = held_.top().slot;
   held_.pop();
-  LogLine& line = slots_[slot];
-  if (!downstream_(line)) stopped_ = true;
-  // A slot keeps the buffers of an ordinary line for the next one, not a long one's.
+  Slot& held = slots_[slot];
+  out_.rank = held.rank;
+  out_.notice = held.notice;
+  out_.timestamp.assign(held.buf, 0, held.ts_len);
+  out_.text.assign(held.buf, held.ts_len);
+  if (!downstream_(out_)) stopped_ = true;
+  // A slot keeps the buffer of an ordinary line for the next one, not a long one's.
   constexpr std::size_t kKeptBytes = 1024;
-  if (line.text.capacity() > kKeptBytes) std::string().swap(line.text);
+  if (held.buf.capacity() > kKeptBytes) std::string().swap(held.buf);
+  if (out_.text.capacity() > kKeptBytes) std::string().swap(out_.text);
   free_slots_.push_back(slot);
   unflushed_ = true;
   return !stopped_;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <mutex>
 #include <queue>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -88,7 +89,16 @@ class OrderedLogSink {
   std::mutex mu_;
   std::condition_variable cv_;
   std::priority_queue<Held, std::vector<Held>, Later> held_;
-  std::deque<LogLine> slots_;  ///< a deque: growing moves no line
+  /// A held line: its timestamp and text in one buffer (one allocation a line, kept
+  /// for the next line in the slot).
+  struct Slot {
+    std::string buf;  ///< the timestamp, then the text
+    std::uint32_t ts_len = 0;
+    int rank = 0;
+    bool notice = false;
+  };
+  std::deque<Slot> slots_;  ///< a deque: growing moves no line
+  LogLine out_;             ///< the line handed downstream (under mu_)
   std::vector<std::uint32_t> free_slots_;
   bool unflushed_ = false;  ///< lines went downstream without a flush after them
   TimestampParser parser_;
