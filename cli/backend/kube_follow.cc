@@ -732,50 +732,60 @@ class Follower {
     if (!stop_ && !handle_line(s, s.lines.rest())) sink_stopped();
   }
 
-  /// Reads the pods of streams in kAskPod, all at once (mu_ not held), and moves them on.
+  /// Reads the pods of streams in kAskPod (mu_ not held), and moves them on.
   void ask_pods(const std::vector<Stream*>& streams) {
-    std::vector<net::Request> reqs;
-    reqs.reserve(streams.size());
-    for (const Stream* st : streams) reqs.push_back(client_.request("GET", st->pod_path));
-    auto resps = get_all(reqs);
-    std::vector<std::optional<json>> pods(streams.size());
-    for (size_t i = 0; i < streams.size(); ++i) {
-      if (resps[i].failure == net::TransportFailure::kNone && resps[i].status == 404) continue;
-      client_.check(reqs[i], resps[i]);
-      pods[i] = json::parse(resps[i].body);
-      std::string().swap(resps[i].body);
+    // A few pods at a time: hundreds of whole pods read and parsed at once (every
+    // stream ending together while the watch is behind) would be the follow's peak.
+    constexpr size_t kAtOnce = 16;
+    for (size_t from = 0; from < streams.size(); from += kAtOnce) {
+      const size_t n = std::min(kAtOnce, streams.size() - from);
+      std::vector<net::Request> reqs;
+      reqs.reserve(n);
+      for (size_t k = 0; k < n; ++k) {
+        reqs.push_back(client_.request("GET", streams[from + k]->pod_path));
+      }
+      auto resps = get_all(reqs);
+      std::vector<std::optional<json>> pods(n);
+      for (size_t k = 0; k < n; ++k) {
+        if (resps[k].failure == net::TransportFailure::kNone && resps[k].status == 404) continue;
+        client_.check(reqs[k], resps[k]);
+        pods[k] = json::parse(resps[k].body);
+        std::string().swap(resps[k].body);
+      }
+      const auto now = env_.clock->steady_now();
+      std::lock_guard<std::mutex> lk(mu_);
+      for (size_t k = 0; k < n; ++k) pod_answered(*streams[from + k], pods[k], now);
+      cv_.notify_all();
     }
-    const auto now = env_.clock->steady_now();
-    std::lock_guard<std::mutex> lk(mu_);
-    for (size_t i = 0; i < streams.size(); ++i) {
-      Stream& st = *streams[i];
-      const auto& pod = pods[i];
-      st.phase = Phase::kDone;
-      if (st.after_400) {
-        if (!pod) continue;
-        const json* status = pod->contains("status") ? &(*pod)["status"] : nullptr;
-        const std::string phase =
-            status && status->is_object() ? status->value("phase", "") : std::string();
-        if ((phase == "Succeeded" || phase == "Failed") &&
-            container_state(*pod, container_) != ContainerState::kTerminated) {
-          continue;  // ended without its container ever running: no log
-        }
-        st.phase = Phase::kSleeping;
-        st.until = now + std::chrono::milliseconds(200);
-        continue;
+  }
+
+  /// What a stream in kAskPod does with its pod as read (nullopt: gone). Under mu_.
+  void pod_answered(Stream& st, const std::optional<json>& pod,
+                    std::chrono::steady_clock::time_point now) {
+    st.phase = Phase::kDone;
+    if (st.after_400) {
+      if (!pod) return;
+      const json* status = pod->contains("status") ? &(*pod)["status"] : nullptr;
+      const std::string phase =
+          status && status->is_object() ? status->value("phase", "") : std::string();
+      if ((phase == "Succeeded" || phase == "Failed") &&
+          container_state(*pod, container_) != ContainerState::kTerminated) {
+        return;  // ended without its container ever running: no log
       }
-      if (!pod) {
-        gone(st);
-        continue;
-      }
-      update_pod(*pod, false);
-      if (container_state(*pod, container_) == ContainerState::kTerminated) {
-        last_line(st);
-        continue;
-      }
-      retry_later(st, now);
+      st.phase = Phase::kSleeping;
+      st.until = now + std::chrono::milliseconds(200);
+      return;
     }
-    cv_.notify_all();
+    if (!pod) {
+      gone(st);
+      return;
+    }
+    update_pod(*pod, false);
+    if (container_state(*pod, container_) == ContainerState::kTerminated) {
+      last_line(st);
+      return;
+    }
+    retry_later(st, now);
   }
 
   /// Sends `reqs` on the transport's loop, all at once, and waits for every answer (mu_
