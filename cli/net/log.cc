@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <memory>
 #include <ostream>
 
 namespace ktrain::net {
@@ -79,8 +78,8 @@ LoggingTransport::LoggingTransport(HttpTransport& inner, std::ostream& log, Cloc
                                    int verbosity)
     : inner_(inner), log_(log), clock_(clock), verbosity_(verbosity) {}
 
-void LoggingTransport::log_one(const Request& req, const Response& resp,
-                               std::chrono::milliseconds took) {
+template <typename R>
+void LoggingTransport::log_one(const R& req, const Response& resp, std::chrono::milliseconds took) {
   std::string line =
       req.method + " " + (req.log_label.empty() ? redact_url(req.url) : req.log_label);
   if (resp.failure != TransportFailure::kNone && resp.status == 0) {
@@ -115,16 +114,13 @@ Response LoggingTransport::perform(const Request& req) {
 }
 
 void LoggingTransport::start(Request req, std::function<void(Response)> done) {
-  // What the line needs of the request, not the request (with its callbacks and TLS
+  // What the line needs of the request, not the whole request (its callbacks and TLS
   // material) for as long as the stream runs.
-  auto shown = std::make_shared<Request>();
-  shown->method = req.method;
-  shown->url = req.url;
-  shown->log_label = req.log_label;
-  if (verbosity_ >= 2) shown->headers = req.headers;
+  Shown shown{req.method, req.url, req.log_label, verbosity_ >= 2 ? req.headers : Headers()};
   const auto begun = clock_.steady_now();
-  inner_.start(std::move(req), [this, shown, begun, done = std::move(done)](Response resp) {
-    log_one(*shown, resp,
+  inner_.start(std::move(req), [this, shown = std::move(shown), begun,
+                                done = std::move(done)](Response resp) {
+    log_one(shown, resp,
             std::chrono::duration_cast<std::chrono::milliseconds>(clock_.steady_now() - begun));
     done(std::move(resp));
   });

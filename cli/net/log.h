@@ -3,6 +3,7 @@
 
 #include <iosfwd>
 #include <mutex>
+#include <string>
 
 #include "base/env.h"
 #include "net/http.h"
@@ -24,7 +25,16 @@ class LoggingTransport : public HttpTransport {
   void start(Request req, std::function<void(Response)> done) override;
 
  private:
-  void log_one(const Request& req, const Response& resp, std::chrono::milliseconds took);
+  /// What a started request's line needs of it.
+  struct Shown {
+    std::string method;
+    std::string url;
+    std::string log_label;
+    Headers headers;  ///< at verbosity 2 and more
+  };
+  /// Logs `req` (a Request or a Shown).
+  template <typename R>
+  void log_one(const R& req, const Response& resp, std::chrono::milliseconds took);
 
   HttpTransport& inner_;
   std::ostream& log_;
