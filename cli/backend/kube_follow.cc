@@ -469,14 +469,6 @@ class Follower {
     cv_.notify_all();
   }
 
-  void notice(int index, const std::string& text) {
-    LogLine n;
-    n.rank = index;
-    n.notice = true;
-    n.text = text;
-    emit(n);
-  }
-
   /// One pod's log, followed to its end and resumed after every drop. A state machine
   /// that run()'s loop advances (advance_streams); its requests run on the transport's
   /// own thread (HttpTransport::start) and come back through a callback, so that no
