@@ -195,6 +195,11 @@ Config parse_config(const std::vector<std::string>& args, const Env& env) {
         "pass --node-rank (KTRAIN_NNODES is " +
         std::to_string(c.nnodes) + ")");
   }
+  // An operator numbers some replicas apart (a PyTorchJob's Master is 0, its Workers
+  // 0..n-2): the Worker's pods add 1 to their index.
+  if (auto* v = lookup(env, "KTRAIN_NODE_RANK_OFFSET")) {
+    c.node_rank += static_cast<int>(parse_long(*v, "KTRAIN_NODE_RANK_OFFSET", 0, 100000));
+  }
   if (c.node_rank >= c.nnodes) {
     config_error("node rank " + std::to_string(c.node_rank) + " is not below the node count " +
                  std::to_string(c.nnodes));
@@ -310,6 +315,7 @@ other variables:
                           else the newest libcudart.so.* found; a driver too old for it: 79
   KTRAIN_NODE_NAME        the Kubernetes node's name, for messages (default: the host name)
   JOB_COMPLETION_INDEX    node rank when KTRAIN_NODE_RANK is not set
+  KTRAIN_NODE_RANK_OFFSET added to the node rank (a PyTorchJob's Workers: 1)
   KTRAIN_PARAM_<NAME>     sweep parameters, passed to workers unchanged
 
 exit status: the failing worker's own status (128+signal when killed), 0 on

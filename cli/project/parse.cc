@@ -17,6 +17,7 @@
 #include "base/quantity.h"
 #include "base/suggest.h"
 #include "project/schema_table.h"
+#include "project/targets.h"
 #include "project/tree.h"
 
 namespace ktrain::project {
@@ -45,6 +46,11 @@ const Keys kMetricKeys = key_names("metric");
 const Keys kProbeKeys = key_names("probe");
 const Keys kRolloutKeys = key_names("rollout");
 const Keys kPatchKinds = project_key("project", "patches").values;
+
+const Keys kModelKeys = key_names("model");
+const Keys kTrainTargets = project_key("train", "target").values;
+const Keys kServeTargets = project_key("serve", "target").values;
+const Keys kServeRuntimes = project_key("serve", "runtime").values;
 
 const Keys kFrameworks = project_key("train", "framework").values;
 const Keys kPreflights = project_key("train", "preflight").values;
@@ -550,6 +556,10 @@ class ProjectParser {
     }
     if (const Value* x = field(v, "framework"))
       if (auto s = c_.one_of(*x, "train.framework", kFrameworks)) t.framework = *s;
+    if (const Value* x = field(v, "target"))
+      if (auto s = c_.one_of(*x, "train.target", kTrainTargets)) t.target = *s;
+    if (const Value* x = field(v, "runtime"))
+      if (auto s = c_.dns_subdomain(*x, "train.runtime", 253, "torch-distributed")) t.runtime = *s;
     if (const Value* x = field(v, "nodes"))
       if (auto n = c_.whole(*x, "train.nodes", 1)) t.nodes = *n;
     if (const Value* x = field(v, "gpus"))
@@ -1034,9 +1044,16 @@ class ProjectParser {
     }
     c_.check_keys(v, "serve", "serve", kServeKeys);
     if (const Value* x = field(v, "command")) s.command = command(*x, "serve.command");
+    if (const Value* x = field(v, "target"))
+      if (auto t = c_.one_of(*x, "serve.target", kServeTargets)) s.target = *t;
+    if (const Value* x = field(v, "runtime"))
+      if (auto r = c_.one_of(*x, "serve.runtime", kServeRuntimes)) s.runtime = *r;
+    if (const Value* x = field(v, "model")) model(*x, s);
+    if (const Value* x = field(v, "nodes"))
+      if (auto n = c_.whole(*x, "serve.nodes", 1)) s.nodes = *n;
     if (const Value* x = field(v, "port")) {
       if (auto n = c_.port(*x, "serve.port")) s.port = *n;
-    } else {
+    } else if (!field(v, "runtime")) {
       c_.add(v.origin, "serve.port", "missing; the port the server listens on, like `port: 8080`");
     }
     if (const Value* x = field(v, "gpus"))
@@ -1079,6 +1096,31 @@ class ProjectParser {
     if (const Value* x = field(v, "readiness")) s.readiness = probe(*x, "serve.readiness");
     if (const Value* x = field(v, "liveness")) s.liveness = probe(*x, "serve.liveness");
     if (const Value* x = field(v, "rollout")) rollout(*x, s.rollout);
+  }
+
+  void model(const Value& v, Serve& s) {
+    const std::string p = "serve.model";
+    if (!c_.map(v, p, "{uri: s3://models/resnet50}")) return;
+    c_.check_keys(v, p, p, kModelKeys);
+    if (const Value* x = field(v, "uri")) {
+      if (auto u = c_.scalar(*x, p + ".uri", "a model URI like s3://models/resnet50")) {
+        static const char* const kSchemes[] = {"s3://",  "gs://",   "pvc://", "hf://",
+                                               "https://", "http://", "oci://"};
+        bool known = false;
+        for (const char* scheme : kSchemes) known = known || u->rfind(scheme, 0) == 0;
+        if (!known || u->find_first_of(" \t\r\n") != std::string::npos) {
+          c_.expected(*x, p + ".uri",
+                      "a model URI: s3://, gs://, pvc://, hf://, oci:// or https://, like "
+                      "s3://models/resnet50");
+        }
+        s.model_uri = *u;  // (when bad, kept so that it is not also reported missing)
+      }
+    } else {
+      c_.add(v.origin, p + ".uri", "missing; where the model is, like `uri: s3://models/resnet50`");
+    }
+    if (const Value* x = field(v, "format")) {
+      if (auto f = c_.dns_label(*x, p + ".format", 63, "onnx")) s.model_format = *f;
+    }
   }
 
   void autoscale(const Value& v, Autoscale& a) {
@@ -1256,6 +1298,7 @@ class ProjectParser {
         }
       }
     }
+    target_checks(root, p);
     if (p.scheduling.gang == "kueue" && p.scheduling.queue.empty()) {
       if (const Value* s = field(root, "scheduling"))
         if (field(*s, "gang") && !field(*s, "queue"))
@@ -1265,8 +1308,28 @@ class ProjectParser {
     for (std::size_t i = 0; i < p.patches.size(); ++i) {
       const std::string& kind = p.patches[i].first;
       std::string missing;
-      if (kind == "Job" && !field(root, "train")) missing = "there is no train section";
-      if (kind == "Deployment" && !field(root, "serve")) missing = "there is no serve section";
+      // The kind of each target's main object, and the target that renders it.
+      static const std::pair<const char*, const char*> kTrainKinds[] = {
+          {"Job", "job"},          {"PyTorchJob", "pytorchjob"}, {"TFJob", "tfjob"},
+          {"MPIJob", "mpijob"},    {"TrainJob", "trainjob"},     {"JobSet", "jobset"}};
+      static const std::pair<const char*, const char*> kServeKinds[] = {
+          {"Deployment", "deployment"},
+          {"InferenceService", "kserve"},
+          {"LeaderWorkerSet", "lws"}};
+      for (const auto& [k, target] : kTrainKinds) {
+        if (kind != k) continue;
+        if (!field(root, "train"))
+          missing = "there is no train section";
+        else if (p.train && p.train->target != target)
+          missing = "train.target is " + p.train->target;
+      }
+      for (const auto& [k, target] : kServeKinds) {
+        if (kind != k) continue;
+        if (!field(root, "serve"))
+          missing = "there is no serve section";
+        else if (p.serve && p.serve->target != target)
+          missing = "serve.target is " + p.serve->target;
+      }
       if (kind == "HorizontalPodAutoscaler" && !(p.serve && p.serve->autoscale))
         missing = "there is no serve.autoscale";
       if (kind == "PodGroup" && p.scheduling.gang != "volcano")
@@ -1276,6 +1339,32 @@ class ProjectParser {
         c_.add(key_origin(patches_v, kind), join_path("patches", kind),
                "nothing to patch: no " + kind + " is rendered (" + missing + ")");
       }
+    }
+  }
+
+  /// The value at dotted `path` ("train.ttl"), or nullptr.
+  static const Value* at_path(const Value& root, const std::string& path) {
+    const Value* v = &root;
+    std::size_t start = 0;
+    while (v && start <= path.size()) {
+      const auto dot = path.find('.', start);
+      const std::string key = path.substr(start, dot == std::string::npos ? dot : dot - start);
+      if (v->kind != Kind::kMap) return nullptr;
+      v = field(*v, key);
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    return v;
+  }
+
+  /// What the chosen train.target and serve.target cannot express (project/targets.h),
+  /// each at the field that asks for it, else at the target.
+  void target_checks(const Value& root, const Project& p) {
+    for (const auto& limit : target_limits(p)) {
+      const Value* at = at_path(root, limit.path);
+      if (!at) at = at_path(root, limit.target_path);
+      if (!at) at = &root;
+      c_.add(at->origin, limit.path, limit.message);
     }
   }
 

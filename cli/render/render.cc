@@ -14,6 +14,7 @@
 #include "base/image_ref.h"
 #include "base/names.h"
 #include "render/merge_patch.h"
+#include "render/targets/targets.h"
 #include "render/templates.h"
 #include "render/workloads.h"
 
@@ -59,7 +60,9 @@ class TemplateSource {
       throw UsageError("--templates " + dir_ + ": there is no " + file +
                        " (the folder must hold the same file names as templates/: job.yaml, "
                        "service-headless.yaml, podgroup.yaml, deployment.yaml, service.yaml, "
-                       "hpa.yaml, pdb.yaml)");
+                       "hpa.yaml, pdb.yaml, and for other targets pytorchjob.yaml, "
+                       "tfjob.yaml, mpijob.yaml, trainjob.yaml, jobset.yaml, "
+                       "inferenceservice.yaml, leaderworkerset.yaml)");
     }
     ordered_json parsed = parse_yaml_document(fs_->read_file(path), path);
     if (!parsed.is_object()) {
@@ -461,15 +464,18 @@ std::vector<std::string> render_each(const project::Project& project, const Rend
           "scheduling.gang is kueue but scheduling.queue is empty: Kueue admits only Jobs "
           "that name a LocalQueue (queue: NAME)");
     }
+    const auto& train = targets::train_target(project.train->target);
     const std::string base = run_name(project, id);
     for (const auto& point : project::sweep_points(*project.train)) {
       const std::string run = project::sweep_run_name(base, point);
       const std::string sweep = point.index >= 0 ? base : "";
-      for (auto& o : detail::render_train_run(ctx, run, sweep, point)) finish(std::move(o));
+      for (auto& o : train.render(ctx, run, sweep, point)) finish(std::move(o));
     }
   }
   if (project.serve) {
-    for (auto& o : detail::render_serve(ctx)) finish(std::move(o));
+    for (auto& o : targets::serve_target(project.serve->target).render(ctx)) {
+      finish(std::move(o));
+    }
   }
 
   for (const auto& [kind, patch] : project.patches) {

@@ -131,7 +131,8 @@ void add_home_volume(ordered_json& pod, const std::string& name) {
 /// ktrain-launch from the launcher image (FROM scratch, no shell) into an emptyDir that
 /// the training container mounts read-only at kLauncherDir. Called last, as
 /// add_home_volume.
-void add_launcher_injection(ordered_json& pod, const RenderContext& ctx) {
+void add_launcher_injection(ordered_json& pod, const RenderContext& ctx,
+                            const std::string& container_name) {
   if (!pod["volumes"].is_array()) pod["volumes"] = ordered_json::array();
   pod["volumes"].push_back({{"name", kLauncherContainer}, {"emptyDir", {{"sizeLimit", "64Mi"}}}});
   const ordered_json small = {{"cpu", "100m"}, {"memory", "64Mi"}};
@@ -150,7 +151,7 @@ void add_launcher_injection(ordered_json& pod, const RenderContext& ctx) {
   auto& inits = pod["initContainers"];
   if (!inits.is_array()) inits = ordered_json::array();
   inits.insert(inits.begin(), init);
-  auto& container = container_named(pod, "train");
+  auto& container = container_named(pod, container_name);
   if (!container["volumeMounts"].is_array()) container["volumeMounts"] = ordered_json::array();
   container["volumeMounts"].push_back(
       {{"name", kLauncherContainer}, {"mountPath", kLauncherDir}, {"readOnly", true}});
@@ -252,6 +253,77 @@ ordered_json probe(const project::Probe& pr, int default_port) {
           {"failureThreshold", pr.failure_threshold}};
 }
 
+ordered_json train_env(const project::Project& p, const std::string& run,
+                       const project::SweepPoint& point, const TrainPodWiring& w) {
+  const auto& t = *p.train;
+  ordered_json env = ordered_json::array();
+  env.push_back(env_value("KTRAIN_RUN", run));
+  if (w.launched) {
+    env.push_back(env_value("KTRAIN_NNODES", std::to_string(t.nodes)));
+    for (const auto& e : w.rank_env) env.push_back(e);
+    const std::string nproc = t.processes_per_node > 0 ? std::to_string(t.processes_per_node)
+                              : t.gpus > 0             ? "auto"
+                                                       : "1";
+    env.push_back(env_value("KTRAIN_NPROC_PER_NODE", nproc));
+    env.push_back(env_value("KTRAIN_GPUS", std::to_string(t.gpus)));
+    env.push_back(env_value("KTRAIN_MASTER_ADDR", w.master_addr));
+    env.push_back(env_value("KTRAIN_RDZV_PORT", std::to_string(kRdzvPort)));
+    env.push_back(env_value("KTRAIN_MASTER_PORT", std::to_string(kMasterPort)));
+    env.push_back(env_value("KTRAIN_RDZV_TIMEOUT", "900"));
+    env.push_back(
+        {{"name", "KTRAIN_RDZV_SECRET"},
+         {"valueFrom", {{"secretKeyRef", {{"name", run + "-rdzv"}, {"key", "token"}}}}}});
+    env.push_back(env_value("KTRAIN_FRAMEWORK", t.framework));
+    env.push_back(env_value("KTRAIN_PREFLIGHT", t.preflight));
+    env.push_back(env_value("KTRAIN_GRACE_PERIOD",
+                            std::to_string(project::launcher_grace_seconds(t.grace_period_s))));
+  }
+  if (auto dir = project::checkpoint_dir(t.volumes); !dir.empty()) {
+    env.push_back(env_value("KTRAIN_CHECKPOINT_DIR", dir));
+  }
+  if (w.launched) {
+    env.push_back(env_field("KTRAIN_POD_IP", "status.podIP"));
+    env.push_back(env_field("KTRAIN_NODE_NAME", "spec.nodeName"));
+    if (!t.cuda.empty()) env.push_back(env_value("KTRAIN_CUDA_VERSION", t.cuda));
+  }
+  for (const auto& [name, value] : point.params) {
+    env.push_back(env_value(project::param_env_name(name), value));
+  }
+  if (needs_home(p)) env.push_back(env_value("HOME", kHome));
+  append_user_env(env, t.env);
+  return env;
+}
+
+}  // namespace
+
+ordered_json env_from_field(const std::string& name, const std::string& path) {
+  return env_field(name, path);
+}
+
+ordered_json env_literal(const std::string& name, const std::string& value) {
+  return env_value(name, value);
+}
+
+std::string gpu_resource_name(const std::string& mig) { return gpu_resource(mig); }
+
+ordered_json container_resources(const std::string& cpu, const std::string& memory, int gpus,
+                                 const std::string& mig) {
+  return resources(cpu, memory, gpus, mig);
+}
+
+bool is_queued(const RenderContext& ctx, const std::string& run,
+               const project::SweepPoint& point) {
+  const auto& t = *ctx.project.train;
+  return t.sweep_parallel > 0 && point.index >= t.sweep_parallel &&
+         !(ctx.started && ctx.started->count(run));
+}
+
+ordered_json params_annotation(const project::SweepPoint& point) {
+  ordered_json params = ordered_json::object();
+  for (const auto& [name, value] : point.params) params[name] = value;
+  return params.dump();
+}
+
 ordered_json render_podgroup(const RenderContext& ctx, const std::string& run,
                              const ordered_json& labels) {
   const auto& p = ctx.project;
@@ -270,120 +342,63 @@ ordered_json render_podgroup(const RenderContext& ctx, const std::string& run,
   return pg;
 }
 
-ordered_json render_headless_service(const RenderContext& ctx, const std::string& run,
-                                     const ordered_json& labels) {
-  ordered_json svc = ctx.load("service-headless.yaml");
-  set_metadata(svc, ctx.project, run, labels);
-  auto& spec = svc["spec"];
-  spec["clusterIP"] = "None";
-  spec["publishNotReadyAddresses"] = true;
-  spec["selector"] = {{kLabelRun, run}};
-  return svc;
-}
-
-ordered_json train_env(const project::Project& p, const std::string& run,
-                       const project::SweepPoint& point) {
-  const auto& t = *p.train;
-  ordered_json env = ordered_json::array();
-  env.push_back(env_value("KTRAIN_RUN", run));
-  env.push_back(env_value("KTRAIN_NNODES", std::to_string(t.nodes)));
-  env.push_back(env_field("JOB_COMPLETION_INDEX",
-                          "metadata.annotations['batch.kubernetes.io/job-completion-index']"));
-  const std::string nproc = t.processes_per_node > 0 ? std::to_string(t.processes_per_node)
-                            : t.gpus > 0             ? "auto"
-                                                     : "1";
-  env.push_back(env_value("KTRAIN_NPROC_PER_NODE", nproc));
-  env.push_back(env_value("KTRAIN_GPUS", std::to_string(t.gpus)));
-  env.push_back(env_value("KTRAIN_MASTER_ADDR", run + "-0." + run));
-  env.push_back(env_value("KTRAIN_RDZV_PORT", std::to_string(kRdzvPort)));
-  env.push_back(env_value("KTRAIN_MASTER_PORT", std::to_string(kMasterPort)));
-  env.push_back(env_value("KTRAIN_RDZV_TIMEOUT", "900"));
-  env.push_back({{"name", "KTRAIN_RDZV_SECRET"},
-                 {"valueFrom", {{"secretKeyRef", {{"name", run + "-rdzv"}, {"key", "token"}}}}}});
-  env.push_back(env_value("KTRAIN_FRAMEWORK", t.framework));
-  env.push_back(env_value("KTRAIN_PREFLIGHT", t.preflight));
-  env.push_back(env_value("KTRAIN_GRACE_PERIOD",
-                          std::to_string(project::launcher_grace_seconds(t.grace_period_s))));
-  if (auto dir = project::checkpoint_dir(t.volumes); !dir.empty()) {
-    env.push_back(env_value("KTRAIN_CHECKPOINT_DIR", dir));
-  }
-  env.push_back(env_field("KTRAIN_POD_IP", "status.podIP"));
-  env.push_back(env_field("KTRAIN_NODE_NAME", "spec.nodeName"));
-  if (!t.cuda.empty()) env.push_back(env_value("KTRAIN_CUDA_VERSION", t.cuda));
-  for (const auto& [name, value] : point.params) {
-    env.push_back(env_value(project::param_env_name(name), value));
-  }
-  if (needs_home(p)) env.push_back(env_value("HOME", kHome));
-  append_user_env(env, t.env);
-  return env;
-}
-
-ordered_json render_job(const RenderContext& ctx, const std::string& run,
-                        const ordered_json& labels, const project::SweepPoint& point) {
+ordered_json train_pod_template(const RenderContext& ctx, const std::string& run,
+                                const ordered_json& labels, const project::SweepPoint& point,
+                                const TrainPodWiring& w) {
   const auto& p = ctx.project;
   const auto& t = *p.train;
-  const auto& s = p.scheduling;
-  const bool volcano = s.gang == "volcano";
+  const bool volcano = p.scheduling.gang == "volcano";
 
+  // The training pod's skeleton is the Job template's pod: one skeleton for every target.
   ordered_json job = ctx.load("job.yaml");
-  ordered_json job_labels = labels;
-  // Beyond train.sweep.parallel, a run waits: suspended, marked queued.
-  const bool queued = t.sweep_parallel > 0 && point.index >= t.sweep_parallel &&
-                      !(ctx.started && ctx.started->count(run));
-  // Kueue would admit (and unsuspend) a waiting Job that names its queue: the queue
-  // label comes when the run is released (ktrain resume), from an annotation until then.
-  const bool kueue = !volcano && !s.queue.empty();
-  if (kueue && !queued) job_labels[kLabelKueueQueue] = s.queue;
-  if (queued) job_labels[kLabelQueued] = "true";
-  set_metadata(job, p, run, job_labels);
-  if (kueue && queued) job["metadata"]["annotations"][kAnnotationQueue] = s.queue;
-  if (point.index >= 0) {
-    ordered_json params = ordered_json::object();
-    for (const auto& [name, value] : point.params) params[name] = value;
-    job["metadata"]["annotations"][kAnnotationParams] = params.dump();
-  }
-
-  auto& spec = job["spec"];
-  spec["completionMode"] = "Indexed";
-  spec["completions"] = t.nodes;
-  spec["parallelism"] = t.nodes;
-  spec["backoffLimit"] = t.restarts;
-  if (queued) spec["suspend"] = true;
-  if (t.deadline_s) spec["activeDeadlineSeconds"] = *t.deadline_s;
-  if (t.ttl_s) spec["ttlSecondsAfterFinished"] = *t.ttl_s;
-
-  auto& tmpl = spec["template"];
+  ordered_json tmpl = job["spec"]["template"];
+  if (!tmpl.is_object()) tmpl = ordered_json::object();
   auto& tmeta = tmpl["metadata"];
+  if (!tmeta.is_object()) tmeta = ordered_json::object();
   if (!tmeta["labels"].is_object()) tmeta["labels"] = ordered_json::object();
   for (auto it = labels.begin(); it != labels.end(); ++it) tmeta["labels"][it.key()] = it.value();
-  if (volcano) tmeta["annotations"][kAnnotationVolcanoGroup] = run;
+  if (volcano && w.volcano_annotation) tmeta["annotations"][kAnnotationVolcanoGroup] = run;
 
   auto& pod = tmpl["spec"];
-  pod["subdomain"] = run;
-  pod["restartPolicy"] = "Never";  // podFailurePolicy requires it
+  if (!pod.is_object()) pod = ordered_json::object();
+  if (!w.subdomain.empty()) pod["subdomain"] = w.subdomain;
+  pod["restartPolicy"] = "Never";  // the Job's podFailurePolicy requires it
   pod["terminationGracePeriodSeconds"] = t.grace_period_s;
-  if (volcano) pod["schedulerName"] = "volcano";
-  set_pod_common(pod, p, t.gpus > 0, t.gpu_type);
-  set_cuda_affinity(pod, tmeta, t.cuda, t.gpus > 0);
+  if (volcano && w.volcano_scheduler) pod["schedulerName"] = "volcano";
+  set_pod_common(pod, p, w.gpus && t.gpus > 0, t.gpu_type);
+  if (w.gpus) set_cuda_affinity(pod, tmeta, t.cuda, t.gpus > 0);
   auto [volumes, mounts] = volume_lists(t.volumes, t.shm);
   if (!volumes.empty()) pod["volumes"] = std::move(volumes);
 
-  auto& c = container_named(pod, "train");
+  // The skeleton's container is "train"; a target whose operator looks for its own
+  // container name ("pytorch", "tensorflow") gets it renamed.
+  if (w.container != "train" && pod["containers"].is_array()) {
+    for (auto& c : pod["containers"]) {
+      if (c.is_object() && c.value("name", "") == "train") c["name"] = w.container;
+    }
+  }
+  auto& c = container_named(pod, w.container);
   c["image"] = ctx.image;
-  c["command"] = ordered_json::array({"/opt/ktrain/bin/ktrain-launch", "--"});
-  c["args"] = project::substitute_params(t.command, point.params);
-  c["env"] = train_env(p, run, point);
+  if (w.launched) {
+    c["command"] = ordered_json::array({"/opt/ktrain/bin/ktrain-launch", "--"});
+    c["args"] = project::substitute_params(t.command, point.params);
+  } else if (w.run_command) {
+    c["command"] = project::substitute_params(t.command, point.params);
+    c.erase("args");
+  } else {
+    c.erase("command");
+    c.erase("args");
+  }
+  c["env"] = train_env(p, run, point, w);
   set_env_from(c, t.env_from);
-  c["resources"] = resources(t.cpu, t.memory, t.gpus, t.mig);
+  c["resources"] = w.gpus ? resources(t.cpu, t.memory, t.gpus, t.mig) : ordered_json(nullptr);
   if (!mounts.empty()) c["volumeMounts"] = std::move(mounts);
   set_container_security(c, p);
   c["terminationMessagePolicy"] = "FallbackToLogsOnError";
-  if (needs_home(p)) add_home_volume(pod, "train");  // last: `c` moves
-  if (ctx.launcher.inject) add_launcher_injection(pod, ctx);
-  return job;
+  if (needs_home(p)) add_home_volume(pod, w.container);  // last: `c` moves
+  if (w.launched && ctx.launcher.inject) add_launcher_injection(pod, ctx, w.container);
+  return tmpl;
 }
-
-}  // namespace
 
 ordered_json common_labels(const project::Project& project, const std::string& run,
                            const std::string& sweep) {
@@ -408,59 +423,51 @@ void set_metadata(ordered_json& object, const project::Project& project, const s
   for (auto it = labels.begin(); it != labels.end(); ++it) meta["labels"][it.key()] = it.value();
 }
 
-std::vector<ordered_json> render_train_run(const RenderContext& ctx, const std::string& run,
-                                           const std::string& sweep,
-                                           const project::SweepPoint& point) {
-  const ordered_json labels = common_labels(ctx.project, run, sweep);
-  std::vector<ordered_json> out;
-  if (ctx.project.scheduling.gang == "volcano") out.push_back(render_podgroup(ctx, run, labels));
-  out.push_back(render_headless_service(ctx, run, labels));
-  out.push_back(render_job(ctx, run, labels, point));
-  return out;
-}
-
-std::vector<ordered_json> render_serve(const RenderContext& ctx) {
+ordered_json serve_pod_template(const RenderContext& ctx, const ordered_json& labels,
+                                const ordered_json& selector, const ServePodWiring& w) {
   const auto& p = ctx.project;
   const auto& sv = *p.serve;
-  const std::string& name = p.name;
-  const ordered_json labels = common_labels(p, name, "");
-  const ordered_json selector = {{kLabelRun, name}};
-  std::vector<ordered_json> out;
-
+  // The serving pod's skeleton is the Deployment template's pod, for every target.
   ordered_json dep = ctx.load("deployment.yaml");
-  set_metadata(dep, p, name, labels);
-  auto& spec = dep["spec"];
-  // With an autoscaler, created with its minimum (then left to it: see run_serve).
-  spec["replicas"] = sv.autoscale ? sv.autoscale->min : sv.replicas.value_or(1);
-  spec["selector"] = {{"matchLabels", selector}};
-  spec["strategy"] = {
-      {"type", "RollingUpdate"},
-      {"rollingUpdate",
-       {{"maxSurge", sv.rollout.max_surge}, {"maxUnavailable", sv.rollout.max_unavailable}}}};
-  auto& tmeta = spec["template"]["metadata"];
+  ordered_json tmpl = dep["spec"]["template"];
+  if (!tmpl.is_object()) tmpl = ordered_json::object();
+  auto& tmeta = tmpl["metadata"];
+  if (!tmeta.is_object()) tmeta = ordered_json::object();
   if (!tmeta["labels"].is_object()) tmeta["labels"] = ordered_json::object();
   for (auto it = labels.begin(); it != labels.end(); ++it) tmeta["labels"][it.key()] = it.value();
   // Replicas apart: on other nodes where there are (a soft rule, so that a small
   // cluster still schedules them all).
   const int most = sv.autoscale ? sv.autoscale->max : sv.replicas.value_or(1);
-  auto& pod = spec["template"]["spec"];
+  auto& pod = tmpl["spec"];
+  if (!pod.is_object()) pod = ordered_json::object();
   set_pod_common(pod, p, sv.gpus > 0, sv.gpu_type);
   set_cuda_affinity(pod, tmeta, sv.cuda, sv.gpus > 0);
-  if (sv.spread && most > 1) {
-    pod["topologySpreadConstraints"] =
-        ordered_json::array({{{"maxSkew", 1},
-                              {"topologyKey", "kubernetes.io/hostname"},
-                              {"whenUnsatisfiable", "ScheduleAnyway"},
-                              {"labelSelector", {{"matchLabels", selector}}},
-                              {"matchLabelKeys", ordered_json::array({"pod-template-hash"})}}});
+  if (sv.spread && most > 1 && w.spread) {
+    ordered_json spread = {{"maxSkew", 1},
+                           {"topologyKey", "kubernetes.io/hostname"},
+                           {"whenUnsatisfiable", "ScheduleAnyway"},
+                           {"labelSelector", {{"matchLabels", selector}}}};
+    if (w.pod_template_hash) {
+      spread["matchLabelKeys"] = ordered_json::array({"pod-template-hash"});
+    }
+    pod["topologySpreadConstraints"] = ordered_json::array({spread});
   }
   auto [volumes, mounts] = volume_lists(sv.volumes, sv.shm);
   if (!volumes.empty()) pod["volumes"] = std::move(volumes);
-  auto& c = container_named(pod, "serve");
+  if (w.container != "serve" && pod["containers"].is_array()) {
+    for (auto& c : pod["containers"]) {
+      if (c.is_object() && c.value("name", "") == "serve") c["name"] = w.container;
+    }
+  }
+  auto& c = container_named(pod, w.container);
   c["image"] = ctx.image;
   if (!sv.command.empty()) c["command"] = sv.command;
-  c["ports"] =
-      ordered_json::array({{{"name", "http"}, {"containerPort", sv.port}, {"protocol", "TCP"}}});
+  if (w.ports) {
+    c["ports"] = ordered_json::array(
+        {{{"name", w.port_name}, {"containerPort", sv.port}, {"protocol", "TCP"}}});
+  } else {
+    c.erase("ports");
+  }
   ordered_json env = ordered_json::array();
   if (needs_home(p)) env.push_back(env_value("HOME", kHome));
   if (auto dir = project::checkpoint_dir(sv.volumes); !dir.empty()) {
@@ -471,73 +478,73 @@ std::vector<ordered_json> render_serve(const RenderContext& ctx) {
   set_env_from(c, sv.env_from);
   c["resources"] = resources(sv.cpu, sv.memory, sv.gpus, "");
   if (!mounts.empty()) c["volumeMounts"] = std::move(mounts);
-  if (sv.readiness) c["readinessProbe"] = probe(*sv.readiness, sv.port);
-  if (sv.liveness) c["livenessProbe"] = probe(*sv.liveness, sv.port);
-  // A model may load for many minutes: a startup probe holds the liveness probe off
-  // until the server answers (by default up to 30 minutes, checked every 10 s).
-  if (sv.startup) {
-    c["startupProbe"] = probe(*sv.startup, sv.port);
-  } else if (sv.readiness || sv.liveness) {
-    project::Probe st = sv.readiness ? *sv.readiness : *sv.liveness;
-    st.initial_delay_s = 0;
-    st.period_s = 10;
-    st.failure_threshold = 180;
-    c["startupProbe"] = probe(st, sv.port);
+  if (w.probes) {
+    if (sv.readiness) c["readinessProbe"] = probe(*sv.readiness, sv.port);
+    if (sv.liveness) c["livenessProbe"] = probe(*sv.liveness, sv.port);
+    // A model may load for many minutes: a startup probe holds the liveness probe off
+    // until the server answers (by default up to 30 minutes, checked every 10 s).
+    if (sv.startup) {
+      c["startupProbe"] = probe(*sv.startup, sv.port);
+    } else if (sv.readiness || sv.liveness) {
+      project::Probe st = sv.readiness ? *sv.readiness : *sv.liveness;
+      st.initial_delay_s = 0;
+      st.period_s = 10;
+      st.failure_threshold = 180;
+      c["startupProbe"] = probe(st, sv.port);
+    }
   }
   set_container_security(c, p);
   c["terminationMessagePolicy"] = "FallbackToLogsOnError";
-  if (needs_home(p)) add_home_volume(pod, "serve");  // last: `c` moves
-  out.push_back(dep);
+  if (needs_home(p)) add_home_volume(pod, w.container);  // last: `c` moves
+  return tmpl;
+}
 
+ordered_json render_serve_service(const RenderContext& ctx, const ordered_json& labels,
+                                  const ordered_json& selector) {
+  const auto& p = ctx.project;
+  const auto& sv = *p.serve;
   ordered_json svc = ctx.load("service.yaml");
-  set_metadata(svc, p, name, labels);
+  set_metadata(svc, p, p.name, labels);
   svc["spec"]["type"] = "ClusterIP";
   svc["spec"]["selector"] = selector;
   svc["spec"]["ports"] = ordered_json::array(
       {{{"name", "http"}, {"port", sv.port}, {"targetPort", sv.port}, {"protocol", "TCP"}}});
-  out.push_back(svc);
+  return svc;
+}
 
-  if (sv.autoscale) {
-    const auto& a = *sv.autoscale;
-    ordered_json hpa = ctx.load("hpa.yaml");
-    set_metadata(hpa, p, name, labels);
-    auto& hs = hpa["spec"];
-    hs["scaleTargetRef"] = {{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", name}};
-    hs["minReplicas"] = a.min;
-    hs["maxReplicas"] = a.max;
-    ordered_json metrics = ordered_json::array();
-    if (a.cpu) {
-      metrics.push_back(
-          {{"type", "Resource"},
-           {"resource",
-            {{"name", "cpu"},
-             {"target", {{"type", "Utilization"}, {"averageUtilization", *a.cpu}}}}}});
-      if (sv.cpu.empty()) {
-        ctx.warnings->push_back(
-            "serve.autoscale.cpu is set but serve.cpu is not: the autoscaler computes CPU "
-            "utilisation against the pods' CPU request, so set serve.cpu (e.g. cpu: \"2\")");
-      }
+ordered_json render_hpa(const RenderContext& ctx, const ordered_json& labels,
+                        const std::string& api_version, const std::string& kind) {
+  const auto& p = ctx.project;
+  const auto& sv = *p.serve;
+  const auto& a = *sv.autoscale;
+  ordered_json hpa = ctx.load("hpa.yaml");
+  set_metadata(hpa, p, p.name, labels);
+  auto& hs = hpa["spec"];
+  hs["scaleTargetRef"] = {{"apiVersion", api_version}, {"kind", kind}, {"name", p.name}};
+  hs["minReplicas"] = a.min;
+  hs["maxReplicas"] = a.max;
+  ordered_json metrics = ordered_json::array();
+  if (a.cpu) {
+    metrics.push_back(
+        {{"type", "Resource"},
+         {"resource",
+          {{"name", "cpu"},
+           {"target", {{"type", "Utilization"}, {"averageUtilization", *a.cpu}}}}}});
+    if (sv.cpu.empty()) {
+      ctx.warnings->push_back(
+          "serve.autoscale.cpu is set but serve.cpu is not: the autoscaler computes CPU "
+          "utilisation against the pods' CPU request, so set serve.cpu (e.g. cpu: \"2\")");
     }
-    if (a.metric) {
-      metrics.push_back(
-          {{"type", "Pods"},
-           {"pods",
-            {{"metric", {{"name", a.metric->name}}},
-             {"target", {{"type", "AverageValue"}, {"averageValue", a.metric->target}}}}}});
-    }
-    hs["metrics"] = metrics;
-    out.push_back(hpa);
   }
-
-  // With two replicas or more, a drain or an upgrade takes one at a time.
-  const int least = sv.autoscale ? sv.autoscale->min : sv.replicas.value_or(1);
-  if (sv.disruption && least >= 2) {
-    ordered_json pdb = ctx.load("pdb.yaml");
-    set_metadata(pdb, p, name, labels);
-    pdb["spec"]["selector"] = {{"matchLabels", selector}};
-    out.push_back(pdb);
+  if (a.metric) {
+    metrics.push_back(
+        {{"type", "Pods"},
+         {"pods",
+          {{"metric", {{"name", a.metric->name}}},
+           {"target", {{"type", "AverageValue"}, {"averageValue", a.metric->target}}}}}});
   }
-  return out;
+  hs["metrics"] = metrics;
+  return hpa;
 }
 
 void prune_nulls(ordered_json& value) {

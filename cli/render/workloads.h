@@ -37,15 +37,78 @@ nlohmann::ordered_json common_labels(const project::Project& project, const std:
 void set_metadata(nlohmann::ordered_json& object, const project::Project& project,
                   const std::string& name, const nlohmann::ordered_json& labels);
 
-/// The objects of one training run (sweep point `point`; index -1 when not a sweep):
-/// [PodGroup], headless Service, Job.
-std::vector<nlohmann::ordered_json> render_train_run(const RenderContext& ctx,
-                                                     const std::string& run,
-                                                     const std::string& sweep,
-                                                     const project::SweepPoint& point);
+/// How a target wires the training pod.
+struct TrainPodWiring {
+  /// The training container's name: "train", or the one its operator looks for.
+  std::string container = "train";
+  /// ktrain-launch is the entrypoint (false: MPIJob, where mpirun starts the workers).
+  bool launched = true;
+  /// Without the launcher: run train.command as the container's command (the MPIJob's
+  /// Launcher), or leave the command to the operator (its Workers).
+  bool run_command = false;
+  /// The pod asks for train.gpus, cpu and memory (false: an MPIJob's Launcher).
+  bool gpus = true;
+  std::string master_addr;  ///< KTRAIN_MASTER_ADDR: node 0's address
+  std::string subdomain;    ///< the pod's subdomain; "" = none (the operator's)
+  /// The entries that give ktrain-launch its node rank (after KTRAIN_NNODES).
+  nlohmann::ordered_json rank_env = nlohmann::ordered_json::array();
+  /// scheduling.gang volcano: the pod names its PodGroup / asks for the volcano scheduler.
+  bool volcano_annotation = true;
+  bool volcano_scheduler = true;
+};
 
-/// The objects of `serve`: Deployment, Service, [HorizontalPodAutoscaler].
-std::vector<nlohmann::ordered_json> render_serve(const RenderContext& ctx);
+/// The pod template ({metadata, spec}) of a training run's pods, from job.yaml's pod
+/// skeleton: image, ktrain-launch, environment, resources, volumes, scheduling, security.
+nlohmann::ordered_json train_pod_template(const RenderContext& ctx, const std::string& run,
+                                          const nlohmann::ordered_json& labels,
+                                          const project::SweepPoint& point,
+                                          const TrainPodWiring& wiring);
+
+/// How a target wires the serving pod.
+struct ServePodWiring {
+  std::string container = "serve";
+  bool ports = true;              ///< the container declares serve.port
+  std::string port_name = "http";
+  bool probes = true;             ///< readiness, liveness and startup probes
+  bool spread = true;             ///< topologySpreadConstraints (serve.spread)
+  bool pod_template_hash = true;  ///< spread counts one revision (a Deployment's pods)
+};
+
+/// The pod template of the service's pods, from deployment.yaml's pod skeleton.
+nlohmann::ordered_json serve_pod_template(const RenderContext& ctx,
+                                          const nlohmann::ordered_json& labels,
+                                          const nlohmann::ordered_json& selector,
+                                          const ServePodWiring& wiring);
+
+/// The service's ClusterIP Service (serve.port) selecting `selector`.
+nlohmann::ordered_json render_serve_service(const RenderContext& ctx,
+                                            const nlohmann::ordered_json& labels,
+                                            const nlohmann::ordered_json& selector);
+
+/// The HorizontalPodAutoscaler of serve.autoscale, scaling the object `kind`.
+nlohmann::ordered_json render_hpa(const RenderContext& ctx, const nlohmann::ordered_json& labels,
+                                  const std::string& api_version, const std::string& kind);
+
+/// The Volcano PodGroup of a run (scheduling.gang: volcano).
+nlohmann::ordered_json render_podgroup(const RenderContext& ctx, const std::string& run,
+                                       const nlohmann::ordered_json& labels);
+
+/// Whether the run waits for a place (train.sweep.parallel): created suspended.
+bool is_queued(const RenderContext& ctx, const std::string& run, const project::SweepPoint& point);
+
+/// A sweep run's combination, as the JSON text of kAnnotationParams.
+nlohmann::ordered_json params_annotation(const project::SweepPoint& point);
+
+/// {name, value} and {name, valueFrom: {fieldRef: {fieldPath}}} env entries.
+nlohmann::ordered_json env_literal(const std::string& name, const std::string& value);
+nlohmann::ordered_json env_from_field(const std::string& name, const std::string& path);
+
+/// nvidia.com/gpu, or nvidia.com/mig-<profile>.
+std::string gpu_resource_name(const std::string& mig);
+
+/// requests = limits of cpu, memory and GPUs; null when nothing is set.
+nlohmann::ordered_json container_resources(const std::string& cpu, const std::string& memory,
+                                           int gpus, const std::string& mig);
 
 /// Removes every key whose value is null, at any depth (unset placeholders of the skeletons).
 void prune_nulls(nlohmann::ordered_json& value);

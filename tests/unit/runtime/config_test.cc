@@ -168,3 +168,18 @@ TEST_CASE("config: --help lists every variable and flag") {
     CHECK_MESSAGE(h.find(v) != std::string::npos, v);
   }
 }
+
+TEST_CASE("config: KTRAIN_NODE_RANK_OFFSET numbers an operator's Workers after its Master") {
+  // A PyTorchJob's Worker 2 of a 4-node job: replica index 2 (from its label), node rank 3.
+  Env env = job_env();
+  env.erase("JOB_COMPLETION_INDEX");
+  env.emplace("KTRAIN_NODE_RANK", "2");
+  env.emplace("KTRAIN_NODE_RANK_OFFSET", "1");
+  CHECK(parse_config({"--", "x"}, env).node_rank == 3);
+  // Past the last node: the offset is checked with the rank.
+  env["KTRAIN_NODE_RANK"] = "3";
+  CHECK(error_of({"--", "x"}, env).find("node rank 4 is not below the node count 4") !=
+        std::string::npos);
+  env["KTRAIN_NODE_RANK_OFFSET"] = "-1";
+  CHECK(error_of({"--", "x"}, env).find("KTRAIN_NODE_RANK_OFFSET") != std::string::npos);
+}

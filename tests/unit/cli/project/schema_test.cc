@@ -60,6 +60,13 @@ std::string join(const std::string& section, const std::string& key) {
 std::vector<std::string> context(const std::string& key_path) {
   static const std::map<std::string, std::vector<std::string>> c = {
       {"train.mig", {"train.gpus=1"}},
+      {"train.runtime", {"train.target=trainjob"}},
+      {"serve.runtime", {"serve.target=kserve", "serve.model={\"uri\": \"s3://m/x\"}"}},
+      {"serve.model", {"serve.target=kserve", "serve.runtime=triton"}},
+      {"serve.model.uri", {"serve.target=kserve", "serve.runtime=triton"}},
+      {"serve.model.format", {"serve.target=kserve", "serve.runtime=triton",
+                              "serve.model.uri=s3://m/x"}},
+      {"serve.nodes", {"serve.target=lws"}},
       {"scheduling.tolerations[0].tolerationSeconds",
        {"scheduling.tolerations[0].effect=NoExecute"}},
   };
@@ -86,8 +93,9 @@ TEST_CASE("schema table: sections are where the parser finds them") {
         std::vector<std::string>{
             "=project", "image=image", "image.build=build", "train=train", "train.volumes[]=volume",
             "scheduling=scheduling", "scheduling.tolerations[]=toleration", "security=security",
-            "launcher=launcher", "serve=serve", "serve.volumes[]=volume",
-            "serve.autoscale=autoscale", "serve.autoscale.metric=metric", "serve.readiness=probe",
+            "launcher=launcher", "serve=serve", "serve.model=model", "serve.volumes[]=volume",
+            "serve.autoscale=autoscale", "serve.autoscale.metric=metric",
+            "serve.readiness=probe",
             "serve.liveness=probe", "serve.startup=probe", "serve.rollout=rollout"});
   CHECK(free_form_map_paths() == std::vector<std::string>{"labels", "image.build.env", "train.env",
                                                           "scheduling.nodeSelector", "serve.env"});
@@ -160,6 +168,7 @@ TEST_CASE("schema table: the parser reports missing exactly the keys marked requ
       {"train", "train={\"nodes\": 1}"},
       {"volume", "train.volumes[0]={\"readOnly\": true}"},
       {"serve", "serve={\"gpus\": 1}"},
+      {"model", "serve.model={\"format\": \"onnx\"}"},
       {"autoscale", "serve.autoscale={\"min\": 1}"},
       {"metric", "serve.autoscale.metric={}"},
       {"probe", "serve.readiness={\"port\": 8080}"},

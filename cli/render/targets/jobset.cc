@@ -1,0 +1,75 @@
+// train.target: jobset: a JobSet (jobset.x-k8s.io) of one replicated Indexed Job, one
+// pod per node. JobSet makes the headless Service and the pods' host names
+// (<run>-node-0-<rank>.<run>); retries are the JobSet's restarts of the whole set.
+
+#include <string>
+#include <vector>
+
+#include "render/targets/targets.h"
+
+namespace ktrain::render::targets {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::string& run,
+                                 const std::string& sweep, const project::SweepPoint& point) {
+  const auto& p = ctx.project;
+  const auto& t = *p.train;
+  const auto& s = p.scheduling;
+  const bool volcano = s.gang == "volcano";
+  const ordered_json labels = detail::common_labels(p, run, sweep);
+  std::vector<ordered_json> out;
+  if (volcano) out.push_back(detail::render_podgroup(ctx, run, labels));
+
+  ordered_json js = ctx.load("jobset.yaml");
+  ordered_json js_labels = labels;
+  const bool queued = detail::is_queued(ctx, run, point);
+  const bool kueue = !volcano && !s.queue.empty();
+  if (kueue && !queued) js_labels[kLabelKueueQueue] = s.queue;
+  if (queued) js_labels[kLabelQueued] = "true";
+  detail::set_metadata(js, p, run, js_labels);
+  if (kueue && queued) js["metadata"]["annotations"][kAnnotationQueue] = s.queue;
+  if (point.index >= 0) {
+    js["metadata"]["annotations"][kAnnotationParams] = detail::params_annotation(point);
+  }
+  auto& spec = js["spec"];
+  if (queued) spec["suspend"] = true;
+  if (t.ttl_s) spec["ttlSecondsAfterFinished"] = *t.ttl_s;
+  spec["network"] = {{"enableDNSHostnames", true}, {"publishNotReadyAddresses", true}};
+  spec["failurePolicy"] = {{"maxRestarts", t.restarts}};
+
+  // The replicated Job: the Job skeleton's spec (its pod failure policy included).
+  ordered_json job_spec = ctx.load("job.yaml")["spec"];
+  job_spec["completionMode"] = "Indexed";
+  job_spec["completions"] = t.nodes;
+  job_spec["parallelism"] = t.nodes;
+  job_spec["backoffLimit"] = 0;  // a failed node restarts the set (failurePolicy)
+  if (t.deadline_s) job_spec["activeDeadlineSeconds"] = *t.deadline_s;
+  job_spec.erase("ttlSecondsAfterFinished");
+  detail::TrainPodWiring w;
+  w.master_addr = run + "-node-0-0." + run;
+  w.rank_env.push_back(detail::env_from_field(
+      "JOB_COMPLETION_INDEX", "metadata.annotations['batch.kubernetes.io/job-completion-index']"));
+  job_spec["template"] = detail::train_pod_template(ctx, run, labels, point, w);
+  spec["replicatedJobs"] = ordered_json::array(
+      {{{"name", "node"},
+        {"replicas", 1},
+        {"template", {{"metadata", {{"labels", labels}}}, {"spec", std::move(job_spec)}}}}});
+  out.push_back(std::move(js));
+  return out;
+}
+
+}  // namespace
+
+extern const TrainTarget kJobSet = {
+    "jobset",
+    {"jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", "jobsets.jobset.x-k8s.io",
+     "install JobSet: kubectl apply --server-side -f "
+     "https://github.com/kubernetes-sigs/jobset/releases/latest/download/manifests.yaml"},
+    "train",
+    "jobset.sigs.k8s.io/jobset-name",
+    render};
+
+}  // namespace ktrain::render::targets

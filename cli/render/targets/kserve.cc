@@ -1,0 +1,100 @@
+// serve.target: kserve: a KServe InferenceService (serving.kserve.io/v1beta1). Its
+// predictor runs the project's container (kserve-container, serve.port), or with
+// serve.runtime a ServingRuntime of KServe's that loads serve.model.uri: triton
+// (kserve-tritonserver) or vllm (kserve-huggingfaceserver with the vLLM backend).
+// Replicas and autoscaling are the predictor's own fields (minReplicas, maxReplicas,
+// scaleMetric cpu, scaleTarget); KServe makes the Deployment or Knative Service, the
+// Service and the autoscaler.
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "render/targets/targets.h"
+
+namespace ktrain::render::targets {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr const char* kContainer = "kserve-container";
+
+std::vector<ordered_json> render(const detail::RenderContext& ctx) {
+  const auto& p = ctx.project;
+  const auto& sv = *p.serve;
+  const std::string& name = p.name;
+  const ordered_json labels = detail::common_labels(p, name, "");
+  const ordered_json selector = {{kLabelRun, name}};
+
+  ordered_json isvc = ctx.load("inferenceservice.yaml");
+  detail::set_metadata(isvc, p, name, labels);
+  detail::ServePodWiring w;
+  w.container = kContainer;
+  w.port_name = "http1";  // Knative's name for an HTTP/1 port
+  w.pod_template_hash = false;
+  ordered_json tmpl = detail::serve_pod_template(ctx, labels, selector, w);
+  auto& pod = tmpl["spec"];
+
+  ordered_json predictor = ordered_json::object();
+  if (sv.autoscale) {
+    predictor["minReplicas"] = sv.autoscale->min;
+    predictor["maxReplicas"] = sv.autoscale->max;
+    if (sv.autoscale->cpu) {
+      predictor["scaleMetric"] = "cpu";
+      predictor["scaleTarget"] = *sv.autoscale->cpu;
+    }
+  } else {
+    predictor["minReplicas"] = sv.replicas.value_or(1);
+    predictor["maxReplicas"] = sv.replicas.value_or(1);
+  }
+  predictor["labels"] = tmpl["metadata"]["labels"];
+  if (tmpl["metadata"].contains("annotations") && tmpl["metadata"]["annotations"].is_object()) {
+    predictor["annotations"] = tmpl["metadata"]["annotations"];
+  }
+  // The pod's own fields sit in the predictor beside KServe's.
+  static const std::set<std::string> kPodFields = {
+      "terminationGracePeriodSeconds", "priorityClassName", "runtimeClassName",
+      "nodeSelector",  "tolerations",  "imagePullSecrets", "securityContext",
+      "affinity",      "topologySpreadConstraints",       "volumes"};
+  for (auto it = pod.begin(); it != pod.end(); ++it) {
+    if (kPodFields.count(it.key()) && !it.value().is_null()) predictor[it.key()] = it.value();
+  }
+  ordered_json container;
+  for (auto& c : pod["containers"]) {
+    if (c.value("name", "") == kContainer) container = c;
+  }
+  if (sv.runtime.empty()) {
+    predictor["containers"] = ordered_json::array({container});
+  } else {
+    // A runtime's server: the model, its format and the container's resources, env,
+    // mounts and security; the runtime gives the image, command and port.
+    ordered_json model = ordered_json::object();
+    const bool triton = sv.runtime == "triton";
+    const std::string format =
+        !sv.model_format.empty() ? sv.model_format : (triton ? "triton" : "huggingface");
+    model["modelFormat"] = {{"name", format}};
+    model["runtime"] = triton ? "kserve-tritonserver" : "kserve-huggingfaceserver";
+    model["storageUri"] = sv.model_uri;
+    if (!triton) model["args"] = ordered_json::array({"--backend=vllm"});
+    for (const char* key : {"env", "envFrom", "resources", "volumeMounts", "securityContext"}) {
+      if (container.contains(key) && !container[key].is_null()) model[key] = container[key];
+    }
+    predictor["model"] = std::move(model);
+  }
+  isvc["spec"]["predictor"] = std::move(predictor);
+  return {std::move(isvc)};
+}
+
+}  // namespace
+
+extern const ServeTarget kKServe = {
+    "kserve",
+    {"serving.kserve.io/v1beta1", "InferenceService", "inferenceservices",
+     "inferenceservices.serving.kserve.io",
+     "install KServe: https://kserve.github.io/website/latest/admin/serverless/serverless/ "
+     "(or the RawDeployment install, without Knative)"},
+    kContainer,
+    render};
+
+}  // namespace ktrain::render::targets

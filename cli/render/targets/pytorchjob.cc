@@ -1,0 +1,57 @@
+// train.target: pytorchjob: a Kubeflow Training Operator PyTorchJob (kubeflow.org/v1):
+// a Master (node 0) and train.nodes - 1 Workers. The operator sets MASTER_ADDR,
+// WORLD_SIZE and RANK and makes a Service per pod; ktrain-launch, the container's
+// entrypoint, takes its node rank from the replica index the operator labels the pod
+// with (Workers + 1) and meets the others at the Master's Service.
+
+#include <string>
+#include <vector>
+
+#include "render/targets/kubeflow.h"
+#include "render/targets/targets.h"
+
+namespace ktrain::render::targets {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::string& run,
+                                 const std::string& sweep, const project::SweepPoint& point) {
+  const auto& t = *ctx.project.train;
+  const ordered_json labels = detail::common_labels(ctx.project, run, sweep);
+  const bool queued = detail::is_queued(ctx, run, point);
+  ordered_json job = ctx.load("pytorchjob.yaml");
+  kubeflow_metadata(ctx, job, run, labels, point, queued);
+
+  detail::TrainPodWiring w;
+  w.container = "pytorch";  // the operator sets its variables in the container of this name
+  w.master_addr = run + "-master-0";
+  w.volcano_annotation = false;  // the operator names its own PodGroup
+  auto& spec = job["spec"];
+  spec["runPolicy"] = kubeflow_run_policy(ctx, queued);
+  auto& replicas = spec["pytorchReplicaSpecs"];
+  replicas = ordered_json::object();
+  w.rank_env = ordered_json::array({detail::env_literal("KTRAIN_NODE_RANK", "0")});
+  replicas["Master"] = kubeflow_replica(1, detail::train_pod_template(ctx, run, labels, point, w));
+  if (t.nodes > 1) {
+    w.rank_env = ordered_json::array({detail::env_from_field("KTRAIN_NODE_RANK", kKubeflowReplicaIndex),
+                                      detail::env_literal("KTRAIN_NODE_RANK_OFFSET", "1")});
+    replicas["Worker"] =
+        kubeflow_replica(t.nodes - 1, detail::train_pod_template(ctx, run, labels, point, w));
+  }
+  return {std::move(job)};
+}
+
+}  // namespace
+
+extern const TrainTarget kPyTorchJob = {
+    "pytorchjob",
+    {"kubeflow.org/v1", "PyTorchJob", "pytorchjobs", "pytorchjobs.kubeflow.org",
+     "install the Kubeflow Training Operator: kubectl apply --server-side -k "
+     "\"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.2\""},
+    "pytorch",
+    "training.kubeflow.org/job-name",
+    render};
+
+}  // namespace ktrain::render::targets
