@@ -43,7 +43,19 @@ constexpr OwnedKind kOwnedKinds[] = {
     {"apps/v1", "Deployment", false},
     {"autoscaling/v2", "HorizontalPodAutoscaler", true},
     {"policy/v1", "PodDisruptionBudget", true},
+    // The operators' objects (train.target, serve.target): their CRDs may be missing.
+    {"kubeflow.org/v1", "PyTorchJob", true},
+    {"kubeflow.org/v1", "TFJob", true},
+    {"kubeflow.org/v1", "MPIJob", true},
+    {"trainer.kubeflow.org/v1alpha1", "TrainJob", true},
+    {"jobset.x-k8s.io/v1alpha2", "JobSet", true},
+    {"serving.kserve.io/v1beta1", "InferenceService", true},
+    {"leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", true},
 };
+
+/// Where the operators' kinds start in kOwnedKinds.
+constexpr size_t kFirstOperatorKind = 6;
+static_assert(std::string_view(kOwnedKinds[kFirstOperatorKind].kind) == "PyTorchJob");
 
 /// The step of apply order an object belongs to: what the Job's pods refer to
 /// (Services for DNS, PodGroups for gang scheduling, ConfigMaps), then the rendezvous
@@ -150,7 +162,11 @@ std::vector<ordered_json> with_rendezvous_secrets(std::vector<ordered_json> obje
   std::map<std::string, const ordered_json*> jobs;  // run -> its Job
   for (const auto& o : objects) {
     const std::string run = label_of(o, kRunLabel);
-    if (!run.empty() && o.value("kind", "") == "Job") jobs.emplace(run, &o);
+    if (run.empty()) continue;
+    // The workloads whose pods run ktrain-launch's rendezvous (not an MPIJob's).
+    for (const auto* t : render::targets::train_targets()) {
+      if (t->rendezvous && o.value("kind", "") == t->api.kind) jobs.emplace(run, &o);
+    }
   }
   std::vector<ordered_json> out;
   out.reserve(objects.size() + jobs.size());
@@ -203,13 +219,24 @@ KubeBackend::PreparedObject KubeBackend::prepare(const ordered_json& obj, bool d
   }
   p.path = kube::object_path(type, obj_ns, name_of(obj));
   const bool of_run = !label_of(obj, kRunLabel).empty();
-  if (of_run && (kind == "Job" || kind == "Deployment")) {
+  // The workloads own the rest of their group: a Job or Deployment, or an operator's object.
+  bool workload = kind == "Job" || kind == "Deployment";
+  for (const auto* t : render::targets::train_targets()) workload = workload || kind == t->api.kind;
+  for (const auto* t : render::targets::serve_targets()) workload = workload || kind == t->api.kind;
+  if (of_run && workload) {
     p.owner_kind = kind;
     p.owner_api = obj.value("apiVersion", "");
   }
   p.owned = of_run && (kind == "Service" || kind == "PodGroup" ||
                        kind == "HorizontalPodAutoscaler" || kind == "PodDisruptionBudget");
-  p.owns_secret = of_run && kind == "Service";
+  // A Job's run: its Service owns the Secret (created after it); an operator's run has
+  // no Service of ktrain's, and its object owns the Secret (created after it: the pods
+  // wait for it as the kubelet waits for any Secret).
+  if (of_run && (kind == "Service" || (workload && kind != "Job" && kind != "Deployment"))) {
+    p.owns_secret = true;
+    p.secret_owner_api = obj.value("apiVersion", "");
+    p.secret_owner_kind = kind;
+  }
   p.secret = of_run && kind == "Secret";
   if (kind == "Secret") {
     // Created once: a second submit keeps the token the running pods already have.
@@ -311,13 +338,16 @@ std::vector<std::string> KubeBackend::apply_feed(PreparedFeed& feed, bool dry_ru
     } catch (const std::exception&) {
       return;
     }
-    const std::string& service_ref = a.objects[service_index].ref;
-    const std::string service_name = service_ref.substr(service_ref.find('/') + 1);
+    const PreparedObject& owner = a.objects[service_index];
+    const std::string owner_name = owner.ref.substr(owner.ref.find('/') + 1);
     for (auto& o : a.objects) {
       if (!o.secret || o.spec.body.empty()) continue;
       ordered_json secret = ordered_json::parse(o.spec.body);
-      secret["metadata"]["ownerReferences"] = ordered_json::array(
-          {{{"apiVersion", "v1"}, {"kind", "Service"}, {"name", service_name}, {"uid", uid}}});
+      secret["metadata"]["ownerReferences"] =
+          ordered_json::array({{{"apiVersion", owner.secret_owner_api},
+                                {"kind", owner.secret_owner_kind},
+                                {"name", owner_name},
+                                {"uid", uid}}});
       o.spec.body = secret.dump();
     }
   };
@@ -485,6 +515,26 @@ const std::vector<std::string> kSummaryDropKeys = {"managedFields",
 
 }  // namespace
 
+void KubeBackend::require_api(const render::targets::Api& api, const std::string& field,
+                              const std::string& target) {
+  if (api.crd[0] == '\0') return;
+  const std::string group_version = api.api_version;
+  const auto discovered = client_.get_if_exists("/apis/" + group_version);
+  bool served = false;
+  if (discovered && discovered->contains("resources") && (*discovered)["resources"].is_array()) {
+    for (const auto& r : (*discovered)["resources"]) {
+      served = served || (r.is_object() && r.value("name", "") == api.plural);
+    }
+  }
+  if (served) return;
+  const auto& c = client_.config();
+  const std::string where = c.in_cluster ? "this cluster" : "the cluster of context '" + c.context_name + "'";
+  throw UsageError(field + " " + target + ": " + where + " does not serve " + api.kind + " (" +
+                   group_version +"): the CustomResourceDefinition " + api.crd +
+                   " is not installed. Ask the cluster's admin to " + api.install +
+                   "; or use the default target, which needs no operator");
+}
+
 SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOptions& opts) {
   if (!project.train) {
     throw UsageError(project.file +
@@ -492,6 +542,8 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
                      "for the serve section)");
   }
   const std::string ns = namespace_for(project);
+  const auto& target = render::targets::train_target(project.train->target);
+  require_api(target.api, "train.target", target.name);
   render::RenderOptions ro;
   ro.run_id = opts.run_id.empty() ? random_run_id() : opts.run_id;
   const auto names = render::run_names(project, ro.run_id);
@@ -531,11 +583,13 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
         if (obj["metadata"].is_object() && !obj["metadata"].contains("namespace")) {
           obj["metadata"]["namespace"] = ns;
         }
-        if (obj.value("kind", "") == "Job") {
+        if (obj.value("kind", "") == target.api.kind && target.rendezvous) {
           ordered_json labels = obj["metadata"]["labels"];
           labels.erase(render::kLabelQueued);  // the Job's state, not the Secret's
-          group.push_back(
-              prepare(rendezvous_secret(run, ns, labels, random_token()), opts.dry_run_server));
+          auto secret =
+              prepare(rendezvous_secret(run, ns, labels, random_token()), opts.dry_run_server);
+          if (target.api.crd[0] != '\0') secret.step = 4;  // after its owner, the operator's object
+          group.push_back(std::move(secret));
         }
         group.push_back(prepare(obj, opts.dry_run_server));
       });
@@ -559,8 +613,12 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
   SubmitResult result;
   result.runs = names;
   try {
-    // A Secret, a Service and a Job per run, and a PodGroup with Volcano.
-    const std::size_t per_run = 3 + (project.scheduling.gang == "volcano" ? 1 : 0);
+    // A Secret, a Service and a Job per run, and a PodGroup with Volcano; a Secret and
+    // the operator's object for other targets (no Secret for an MPIJob).
+    const bool own_pod_group = project.scheduling.gang == "volcano" &&
+                               (target.api.crd[0] == '\0' || std::string(target.name) == "jobset");
+    const std::size_t per_run = (target.api.crd[0] == '\0' ? 3 : 1 + (target.rendezvous ? 1 : 0)) +
+                                (own_pod_group ? 1 : 0);
     std::function<void(std::size_t)> on_sent;
     if (opts.progress) {
       on_sent = [&](std::size_t n) { opts.progress(n, names.size() * per_run); };
@@ -1018,6 +1076,9 @@ void KubeBackend::remove(const std::string& run) {
         });
       } catch (const kube::ApiError& e) {
         if (k.optional && e.http_status() == 404) return;  // the CRD is not installed
+        // An operator's kind that the user may not list: none of theirs to delete (a
+        // Role made before the targets, or for plain Jobs only, still deletes runs).
+        if (k.optional && e.http_status() == 403 && i >= kFirstOperatorKind) return;
         errors[i] = std::make_exception_ptr(e.wrapped("deleting run \"" + run + "\""));
       } catch (...) {
         errors[i] = std::current_exception();

@@ -17,6 +17,7 @@
 #include "base/env.h"
 #include "kube/client.h"
 #include "kube/connection.h"
+#include "render/targets/targets.h"
 
 namespace ktrain::backend {
 
@@ -95,7 +96,10 @@ class KubeBackend : public Backend {
     /// patch makes it their owner, so that the owner's deletion (ktrain delete, or the
     /// TTL controller's) takes it too.
     bool owned = false;
-    std::string owner_kind;    ///< "Job" or "Deployment" for the group's owner, else ""
+    /// The apiVersion and kind of the object that owns the Secret (owns_secret): the
+    /// Service of a Job's run, the operator's object (PyTorchJob, JobSet, ...) else.
+    std::string secret_owner_api, secret_owner_kind;
+    std::string owner_kind;    ///< the group's owner (Job, Deployment, PyTorchJob, ...), else ""
     std::string owner_api;     ///< its apiVersion
     bool owner_patch = false;  ///< such a patch (not reported as an object of its own)
   };
@@ -109,6 +113,12 @@ class KubeBackend : public Backend {
   /// many objects have been applied so far.
   std::vector<std::string> apply_feed(PreparedFeed& feed, bool dry_run,
                                       const std::function<void(std::size_t)>& on_sent = nullptr);
+
+  /// Throws UsageError (exit 2) when the cluster does not serve the API of `api` (a
+  /// CRD that is not installed), naming `field` (train.target / serve.target), the
+  /// CRD and how to install it; nothing for the built-in kinds.
+  void require_api(const render::targets::Api& api, const std::string& field,
+                   const std::string& target);
 
   /// The namespace requests go to: -n, else the project's, else the context's.
   std::string namespace_for(const project::Project& project) const;

@@ -106,6 +106,13 @@ const std::vector<AccessRule>& ktrain_access_rules() {
       {"autoscaling", "horizontalpodautoscalers", "", kOwn, "serve, scale, delete"},
       {"policy", "poddisruptionbudgets", "", kOwn, "serve, delete"},
       {"scheduling.volcano.sh", "podgroups", "", kOwn, "submit with scheduling.gang: volcano"},
+      {"kubeflow.org", "pytorchjobs", "", kOwn, "submit with train.target pytorchjob"},
+      {"kubeflow.org", "tfjobs", "", kOwn, "submit with train.target tfjob"},
+      {"kubeflow.org", "mpijobs", "", kOwn, "submit with train.target mpijob"},
+      {"trainer.kubeflow.org", "trainjobs", "", kOwn, "submit with train.target trainjob"},
+      {"jobset.x-k8s.io", "jobsets", "", kOwn, "submit with train.target jobset"},
+      {"serving.kserve.io", "inferenceservices", "", kOwn, "serve with serve.target kserve"},
+      {"leaderworkerset.x-k8s.io", "leaderworkersets", "", kOwn, "serve with serve.target lws"},
       {"metrics.k8s.io", "pods", "", {"get", "list"}, "top (CPU and memory)"},
   };
   return rules;
@@ -122,6 +129,13 @@ const std::vector<AccessRule>& ktrain_view_rules() {
       {"autoscaling", "horizontalpodautoscalers", "", kRead, "status"},
       {"policy", "poddisruptionbudgets", "", kRead, "status"},
       {"scheduling.volcano.sh", "podgroups", "", kRead, "status"},
+      {"kubeflow.org", "pytorchjobs", "", kRead, "list, status"},
+      {"kubeflow.org", "tfjobs", "", kRead, "list, status"},
+      {"kubeflow.org", "mpijobs", "", kRead, "list, status"},
+      {"trainer.kubeflow.org", "trainjobs", "", kRead, "list, status"},
+      {"jobset.x-k8s.io", "jobsets", "", kRead, "list, status"},
+      {"serving.kserve.io", "inferenceservices", "", kRead, "list, status"},
+      {"leaderworkerset.x-k8s.io", "leaderworkersets", "", kRead, "list, status"},
       {"metrics.k8s.io", "pods", "", {"get", "list"}, "top"},
   };
   return rules;

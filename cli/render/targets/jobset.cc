@@ -70,6 +70,7 @@ extern const TrainTarget kJobSet = {
      "https://github.com/kubernetes-sigs/jobset/releases/latest/download/manifests.yaml"},
     "train",
     "jobset.sigs.k8s.io/jobset-name",
+    true,
     render};
 
 }  // namespace ktrain::render::targets

@@ -55,6 +55,7 @@ extern const TrainTarget kMPIJob = {
      "\"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.2\""},
     "mpi",
     "training.kubeflow.org/job-name",
+    false,
     render};
 
 }  // namespace ktrain::render::targets

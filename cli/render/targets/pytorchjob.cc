@@ -52,6 +52,7 @@ extern const TrainTarget kPyTorchJob = {
      "\"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.2\""},
     "pytorch",
     "training.kubeflow.org/job-name",
+    true,
     render};
 
 }  // namespace ktrain::render::targets

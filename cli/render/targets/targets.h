@@ -33,6 +33,8 @@ struct TrainTarget {
   /// The label that the operator (or the Job controller) puts on a run's pods and whose
   /// value is the run's name ("" = only ktrain's own ktrain.dev/run).
   const char* pod_label;
+  /// Its pods run ktrain-launch's rendezvous, which needs the run's Secret.
+  bool rendezvous;
   /// The objects of one run (sweep point `point`; index -1 when not a sweep), in apply order.
   std::vector<nlohmann::ordered_json> (*render)(const detail::RenderContext& ctx,
                                                 const std::string& run, const std::string& sweep,

@@ -44,6 +44,7 @@ extern const TrainTarget kTFJob = {
      "\"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.2\""},
     "tensorflow",
     "training.kubeflow.org/job-name",
+    true,
     render};
 
 }  // namespace ktrain::render::targets

@@ -114,6 +114,7 @@ extern const TrainTarget kTrainJob = {
      "\"https://github.com/kubeflow/trainer.git/manifests/overlays/manager?ref=master\""},
     kNode,
     "trainer.kubeflow.org/trainjob-name",
+    true,
     render};
 
 }  // namespace ktrain::render::targets

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# train.target on the real control plane: submit refuses a target whose CRD the
+# cluster lacks (exit 2, naming the CRD, nothing sent); with the upstream CRDs of
+# ../shared/schemas/crds applied, each operator's object is created as rendered (the
+# API server's structural schemas and CEL rules check it), with its rendezvous Secret
+# owned by it, and kubectl reads the same objects; --dry-run=server creates nothing;
+# a second submit of the same run changes nothing; delete leaves nothing (the
+# garbage collector takes the Secret with its owner). No operator runs here: what
+# the operators do with the objects is not tested.
+set -euo pipefail
+source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
+source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
+require_k8s
+crds="$(cd "$KTRAIN_SOURCE/.." && pwd)/shared/schemas/crds"
+if [ ! -d "$crds" ]; then
+  [ "${CI:-}" = true ] && fail "no CRDs at $crds"
+  echo "SKIP no CRDs at $crds"; exit 77
+fi
+start_cluster --nodes 1 --gpus 8 --images "$work/images.json"
+cd "$work"
+
+project() {  # project TARGET FRAMEWORK [IMAGE_LINES]
+  cat >ktrain.yaml <<YAML
+name: tgt
+image: registry.example.com/ml/tgt:1.0.0
+${3:-}
+train:
+  target: $1
+  framework: $2
+  command: [python, train.py]
+  nodes: 3
+  gpus: 2
+  shm: 1Gi
+  volumes: [{emptyDir: {}, mount: /scratch}]
+YAML
+}
+
+# Without the CRD: exit 2 before anything is sent.
+project pytorchjob pytorch
+set +e
+out="$("$ktrain" submit --run-id nocrd 2>&1)"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "submit without the CRD: exit $rc, not 2: $out"
+expect_contains "$out" "train.target pytorchjob:" "no CRD: train.target pytorchjob"
+expect_contains "$out" "does not serve PyTorchJob (kubeflow.org/v1)" "no CRD: does not serve PyTorchJob (kub"
+expect_contains "$out" "pytorchjobs.kubeflow.org is not installed" "no CRD: pytorchjobs.kubeflow.org is no"
+expect_contains "$out" "Kubeflow Training Operator" "no CRD: Kubeflow Training Operator"
+[ -z "$(kubectl get secrets,services -l ktrain.dev/run=tgt-nocrd -o name)" ] || fail "submit without the CRD sent objects"
+
+# The upstream CRDs, as a cluster admin installs them with the operators.
+kubectl apply --server-side -f "$crds/kubeflow.org" -f "$crds/trainer.kubeflow.org" \
+  -f "$crds/jobset.x-k8s.io" -f "$crds/leaderworkerset.x-k8s.io" -f "$crds/serving.kserve.io" >/dev/null
+kubectl wait --for condition=established --timeout=60s crd --all >/dev/null
+# Discovery catches up with new CRDs within a few seconds.
+k8s_wait "discovery of kubeflow.org/v1" 30 sh -c "kubectl get --raw /apis/kubeflow.org/v1 | grep -q pytorchjobs"
+
+check_target() {  # check_target TARGET KIND FRAMEWORK RENDEZVOUS [IMAGE_LINES]
+  local target=$1 kind=$2 run="tgt-$1" lower
+  lower="$(echo "$kind" | tr 'A-Z' 'a-z')"
+  project "$target" "$3" "${5:-}"
+  # A server dry run: checked by the API server, nothing kept.
+  "$ktrain" submit --run-id "$target" --dry-run=server >/dev/null || fail "$target: --dry-run=server failed"
+  [ -z "$(kubectl get "$lower" -l "ktrain.dev/run=$run" -o name)" ] || fail "$target: the dry run created objects"
+  out="$("$ktrain" submit --run-id "$target" -o json 2>&1)" || fail "$target: submit failed: $out"
+  # kubectl reads the same object, as rendered.
+  kubectl get "$lower/$run" >/dev/null || fail "$target: kubectl does not find $lower/$run"
+  expect_eq "$(kubectl get "$lower/$run" -o jsonpath='{.metadata.labels.ktrain\.dev/run}')" "$run" "$target: run label"
+  "$ktrain" render --run-id "$target" -o json | python3 -c '
+import json, sys, subprocess
+kind, run = sys.argv[1], sys.argv[2]
+docs = json.load(sys.stdin)
+docs = docs.get("items", docs) if isinstance(docs, dict) else docs
+want = [d for d in docs if d["kind"] == kind][0]
+got = json.loads(subprocess.check_output(["kubectl", "get", kind.lower() + "/" + run, "-o", "json"]))
+def sub(a, b, path):  # every field rendered is on the server as rendered (defaults may add)
+    if isinstance(a, dict):
+        assert isinstance(b, dict), path
+        for k, v in a.items():
+            if k == "creationTimestamp": continue
+            assert k in b, "%s.%s is missing on the server" % (path, k)
+            sub(v, b[k], path + "." + k)
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)): sub(x, y, "%s[%d]" % (path, i))
+    else:
+        assert a == b or str(a) == str(b), "%s: %r rendered, %r on the server" % (path, a, b)
+sub(want["spec"], got["spec"], "spec")
+' "$kind" "$run" || fail "$target: the server's object differs from the render"
+  if [ "$4" = yes ]; then
+    owner="$(kubectl get "secret/$run-rdzv" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')"
+    expect_eq "$owner" "$kind/$run" "$target: the Secret's owner"
+  else
+    ! kubectl get "secret/$run-rdzv" >/dev/null 2>&1 || fail "$target: a Secret for a run without rendezvous"
+  fi
+  # Again, the same run: nothing changes.
+  before="$(kubectl get "$lower/$run" -o jsonpath='{.metadata.resourceVersion}')"
+  "$ktrain" submit --run-id "$target" >/dev/null || fail "$target: submit again failed"
+  expect_eq "$(kubectl get "$lower/$run" -o jsonpath='{.metadata.resourceVersion}')" "$before" "$target: a second submit leaves the object as it was"
+  # delete: the object, and its Secret by garbage collection.
+  "$ktrain" delete "$run" >/dev/null || fail "$target: delete failed"
+  k8s_wait "$lower/$run to go" 30 sh -c "! kubectl get $lower/$run >/dev/null 2>&1"
+  k8s_wait "secret/$run-rdzv to go" 60 sh -c "! kubectl get secret/$run-rdzv >/dev/null 2>&1"
+  echo "ok   $target: submit, dry run, again, delete ($kind)"
+}
+
+check_target pytorchjob PyTorchJob pytorch yes
+check_target tfjob TFJob tensorflow yes
+check_target mpijob MPIJob none no
+check_target jobset JobSet pytorch yes
+check_target trainjob TrainJob pytorch yes "launcher: {inject: never}"
+
+# A user whose Role predates the targets (the kinds ktrain rendered before them) still
+# deletes a plain run: the operators' kinds they may not list are none of theirs.
+project job pytorch
+"$ktrain" submit --run-id plain >/dev/null
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: before-targets}
+rules:
+- {apiGroups: [""], resources: [services, pods, events], verbs: [get, list, watch, create, patch, delete]}
+- {apiGroups: [""], resources: [secrets], verbs: [create, delete]}
+- {apiGroups: [batch], resources: [jobs], verbs: [get, list, watch, create, patch, delete]}
+- {apiGroups: [apps], resources: [deployments], verbs: [get, list, watch, create, patch, delete]}
+- {apiGroups: [autoscaling], resources: [horizontalpodautoscalers], verbs: [get, list, watch, create, patch, delete]}
+- {apiGroups: [policy], resources: [poddisruptionbudgets], verbs: [get, list, watch, create, patch, delete]}
+- {apiGroups: [scheduling.volcano.sh], resources: [podgroups], verbs: [get, list, watch, create, patch, delete]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-before-targets}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: before-targets}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+YAML
+KUBECONFIG="$ALICE_KUBECONFIG" "$ktrain" delete tgt-plain >/dev/null || fail "delete by a user without rights on the operators' kinds failed"
+k8s_wait "job/tgt-plain to go" 30 sh -c "! kubectl get job/tgt-plain >/dev/null 2>&1"
+echo "ok   a Role without the operators' kinds deletes a plain run"
+echo "k8s_targets: all passed"
