@@ -76,7 +76,8 @@ Json kind_schema(const KeySpec& k) {
     case K::kNone:
       return Json::object();
     case K::kDnsLabel: {
-      Json j = text(kDnsLabelPart);
+      // The project's name names Services too: a DNS-1035 label (a letter first).
+      Json j = text(k.name == "name" ? "[a-z]([-a-z0-9]{0,61}[a-z0-9])?" : kDnsLabelPart);
       j["maxLength"] = k.max_length;
       return j;
     }
@@ -316,6 +317,8 @@ Json rules(const SectionSpec& s) {
   } else if (n == "serve") {
     all.push_back({{"description", "replicas or autoscale, not both."},
                    {"not", present(s, {"replicas", "autoscale"})}});
+    all.push_back({{"description", "port, unless runtime serves a model (target kserve)."},
+                   {"anyOf", {present(s, {"port"}), present(s, {"runtime"})}}});
   } else if (n == "rollout") {
     Json zero = {{"anyOf", {{{"type", "integer"}, {"const", 0}}, text("(\\+?0+|0%)")}}};
     all.push_back({{"description", "maxSurge and maxUnavailable cannot both be 0."},

@@ -1,6 +1,7 @@
 #include "project/parse.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <istream>
@@ -439,7 +440,17 @@ class ProjectParser {
   void parse(const Value& root, Project& p) {
     c_.check_keys(root, "", "", kTopKeys);
     if (const Value* v = field(root, "name")) {
-      if (auto s = c_.dns_label(*v, "name", 40, "resnet50")) p.name = *s;
+      if (auto s = c_.dns_label(*v, "name", 40, "resnet50")) {
+        // Every run has a Service named after the project, and a Service's name (as a
+        // TrainJob's and an InferenceService's) is a DNS-1035 label: a letter first.
+        if (!std::isalpha(static_cast<unsigned char>((*s)[0]))) {
+          c_.expected(*v, "name",
+                      "a name that starts with a letter (the runs' Services are named after "
+                      "it, and Kubernetes wants a letter first), like llm-7b");
+        } else {
+          p.name = *s;
+        }
+      }
     } else {
       c_.add(root.origin, "name", "missing; every project needs a name like `name: resnet50`");
     }

@@ -512,6 +512,19 @@ ordered_json render_serve_service(const RenderContext& ctx, const ordered_json& 
   return svc;
 }
 
+ordered_json render_pdb(const RenderContext& ctx, const ordered_json& labels,
+                        const ordered_json& selector) {
+  const auto& p = ctx.project;
+  const auto& sv = *p.serve;
+  // With two replicas or more, a drain or an upgrade takes one at a time.
+  const int least = sv.autoscale ? sv.autoscale->min : sv.replicas.value_or(1);
+  if (!sv.disruption || least < 2) return nullptr;
+  ordered_json pdb = ctx.load("pdb.yaml");
+  set_metadata(pdb, p, p.name, labels);
+  pdb["spec"]["selector"] = {{"matchLabels", selector}};
+  return pdb;
+}
+
 ordered_json render_hpa(const RenderContext& ctx, const ordered_json& labels,
                         const std::string& api_version, const std::string& kind) {
   const auto& p = ctx.project;

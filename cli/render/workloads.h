@@ -85,6 +85,11 @@ nlohmann::ordered_json render_serve_service(const RenderContext& ctx,
                                             const nlohmann::ordered_json& labels,
                                             const nlohmann::ordered_json& selector);
 
+/// The service's PodDisruptionBudget (maxUnavailable 1) for `selector` when it has 2
+/// replicas or more and serve.disruption; null otherwise.
+nlohmann::ordered_json render_pdb(const RenderContext& ctx, const nlohmann::ordered_json& labels,
+                                  const nlohmann::ordered_json& selector);
+
 /// The HorizontalPodAutoscaler of serve.autoscale, scaling the object `kind`.
 nlohmann::ordered_json render_hpa(const RenderContext& ctx, const nlohmann::ordered_json& labels,
                                   const std::string& api_version, const std::string& kind);

@@ -15,40 +15,80 @@ trap 'rm -rf "$tmp"' EXIT
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
-examples=0
-for file in "$src"/examples/*/ktrain.yaml; do
-  name=$(basename "$(dirname "$file")")
-  examples=$((examples + 1))
-  out=$tmp/$name.yaml
-  if ! "$ktrain" render -f "$file" --run-id golden >"$out" 2>"$tmp/$name.err"; then
-    fail "$name: ktrain render failed:"; sed 's/^/    /' "$tmp/$name.err"; continue
+# check NAME GOLDEN FILE [--set K=V ...]: renders FILE and compares it with GOLDEN.
+check() {
+  local name=$1 gold=$2 file=$3; shift 3
+  local out=$tmp/$name.yaml
+  if ! "$ktrain" render -f "$file" --run-id golden "$@" >"$out" 2>"$tmp/$name.err"; then
+    fail "$name: ktrain render failed:"; sed 's/^/    /' "$tmp/$name.err"; return
   fi
   if [ -s "$tmp/$name.err" ]; then
     fail "$name: rendered with warnings (examples must render cleanly):"
     sed 's/^/    /' "$tmp/$name.err"
   fi
-  "$ktrain" render -f "$file" --run-id golden >"$tmp/$name.again.yaml" 2>/dev/null
+  "$ktrain" render -f "$file" --run-id golden "$@" >"$tmp/$name.again.yaml" 2>/dev/null
   # The rendezvous Secret's token is fresh each time (and must be): the same
   # otherwise. Compared without it.
   if [ -n "$(grep -E '^  token: ' "$out")" ] && [ "$(grep -E '^  token: ' "$out")" = "$(grep -E '^  token: ' "$tmp/$name.again.yaml")" ]; then
     fail "$name: two renders gave the same rendezvous token"
   fi
   for f in "$out" "$tmp/$name.again.yaml"; do
-    if grep -q "^kind: Job$" "$f" && ! grep -qE "^  token: [A-Za-z0-9+/=]{88}$" "$f"; then fail "$name: no rendezvous token in the render"; fi
+    if grep -qE "^kind: (Job|PyTorchJob|TFJob|TrainJob|JobSet)$" "$f" && ! grep -qE "^  token: [A-Za-z0-9+/=]{88}$" "$f"; then fail "$name: no rendezvous token in the render"; fi
     sed -i -E 's|^  token: [A-Za-z0-9+/=]{88}$|  token: (fresh)|' "$f"
   done
   cmp -s "$out" "$tmp/$name.again.yaml" || fail "$name: two renders differ (not deterministic)"
   if [ "${KTRAIN_UPDATE_GOLDEN:-0}" = 1 ]; then
-    cp "$out" "$golden/$name.yaml"
-    echo "updated tests/golden/$name.yaml"
-  elif [ ! -f "$golden/$name.yaml" ]; then
-    fail "$name: no tests/golden/$name.yaml (make it with KTRAIN_UPDATE_GOLDEN=1)"
-  elif ! diff -u "$golden/$name.yaml" "$out" >"$tmp/$name.diff"; then
-    fail "$name: output differs from tests/golden/$name.yaml (KTRAIN_UPDATE_GOLDEN=1 rewrites it):"
+    mkdir -p "$(dirname "$gold")"
+    cp "$out" "$gold"
+    echo "updated ${gold#"$src/"}"
+  elif [ ! -f "$gold" ]; then
+    fail "$name: no ${gold#"$src/"} (make it with KTRAIN_UPDATE_GOLDEN=1)"
+  elif ! diff -u "$gold" "$out" >"$tmp/$name.diff"; then
+    fail "$name: output differs from ${gold#"$src/"} (KTRAIN_UPDATE_GOLDEN=1 rewrites it):"
     head -n 60 "$tmp/$name.diff" | sed 's/^/    /'
   else
     echo "ok   $name"
   fi
+}
+
+examples=0
+for file in "$src"/examples/*/ktrain.yaml; do
+  name=$(basename "$(dirname "$file")")
+  examples=$((examples + 1))
+  check "$name" "$golden/$name.yaml" "$file"
+done
+
+# Each target (train.target, serve.target) of the examples: tests/golden/targets/
+# <example>@<target>.yaml.
+targets=(
+  "pytorch-ddp pytorchjob"
+  "pytorch-ddp jobset"
+  "pytorch-ddp mpijob --set train.command=[mpirun,python,train.py]"
+  "paddle-ocr jobset"
+  "hello-ddp tfjob --set train.framework=tensorflow"
+  "hello-ddp trainjob --set launcher.inject=never --set train.ttl=null"
+  "sweep pytorchjob --set train.framework=pytorch"
+  "serve-autoscale kserve --set serve.autoscale.metric=null"
+  "serve-autoscale lws --set serve.nodes=2"
+)
+target_golden=0
+for t in "${targets[@]}"; do
+  read -r example target rest <<<"$t"
+  key=train.target
+  case "$target" in kserve|lws) key=serve.target ;; esac
+  # shellcheck disable=SC2086
+  check "$example@$target" "$golden/targets/$example@$target.yaml" \
+    "$src/examples/$example/ktrain.yaml" --set "$key=$target" $rest
+  target_golden=$((target_golden + 1))
+done
+for g in "$golden"/targets/*.yaml; do
+  [ -e "$g" ] || continue
+  found=0
+  for t in "${targets[@]}"; do
+    read -r example target _ <<<"$t"
+    [ "$(basename "$g")" = "$example@$target.yaml" ] && found=1
+  done
+  [ "$found" = 1 ] || fail "${g#"$src/"} is not rendered by any case of golden.sh"
 done
 [ "$examples" -gt 0 ] || fail "no examples/*/ktrain.yaml found"
 
@@ -60,4 +100,4 @@ for g in "$golden"/*.yaml; do
 done
 
 [ "$failures" -eq 0 ] || { echo "golden: $failures failure(s)"; exit 1; }
-echo "golden: all $examples examples match"
+echo "golden: all $examples examples and $target_golden target renderings match"

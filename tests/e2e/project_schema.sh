@@ -41,6 +41,10 @@ declare -A not_yaml=(
 declare -A semantic=(
   [patches-drop-image.yaml]="the merge patch is valid; the object it makes is not (checked after rendering)"
   [sweep-placeholder.yaml]="a {placeholder} in train.command must name a sweep parameter"
+  [targets-train.yaml]="what train.target can express (its framework, train.runtime) is checked by the parser"
+  [targets-trainjob.yaml]="what a TrainJob can express is checked by the parser"
+  [targets-serve.yaml]="what serve.target kserve can express (runtime, nodes, metric) is checked by the parser"
+  [targets-serve-deployment.yaml]="serve.runtime needs target kserve, and the model URI's scheme, are checked by the parser"
 )
 
 tmp=$(mktemp -d)

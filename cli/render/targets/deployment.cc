@@ -35,12 +35,7 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx) {
   out.push_back(detail::render_serve_service(ctx, labels, selector));
   if (sv.autoscale) out.push_back(detail::render_hpa(ctx, labels, "apps/v1", "Deployment"));
 
-  // With two replicas or more, a drain or an upgrade takes one at a time.
-  const int least = sv.autoscale ? sv.autoscale->min : sv.replicas.value_or(1);
-  if (sv.disruption && least >= 2) {
-    ordered_json pdb = ctx.load("pdb.yaml");
-    detail::set_metadata(pdb, p, name, labels);
-    pdb["spec"]["selector"] = {{"matchLabels", selector}};
+  if (auto pdb = detail::render_pdb(ctx, labels, selector); !pdb.is_null()) {
     out.push_back(std::move(pdb));
   }
   return out;

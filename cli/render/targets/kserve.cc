@@ -2,9 +2,10 @@
 // predictor runs the project's container (kserve-container, serve.port), or with
 // serve.runtime a ServingRuntime of KServe's that loads serve.model.uri: triton
 // (kserve-tritonserver) or vllm (kserve-huggingfaceserver with the vLLM backend).
-// Replicas and autoscaling are the predictor's own fields (minReplicas, maxReplicas,
-// scaleMetric cpu, scaleTarget); KServe makes the Deployment or Knative Service, the
-// Service and the autoscaler.
+// Replicas, autoscaling and the rollout are the predictor's own fields (minReplicas,
+// maxReplicas, scaleMetric cpu, scaleTarget, deploymentStrategy); KServe makes the
+// Deployment or Knative Service, the Service and the autoscaler. With 2+ replicas a
+// PodDisruptionBudget keeps drains to one predictor pod at a time.
 
 #include <set>
 #include <string>
@@ -43,11 +44,21 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx) {
     if (sv.autoscale->cpu) {
       predictor["scaleMetric"] = "cpu";
       predictor["scaleTarget"] = *sv.autoscale->cpu;
+      if (sv.cpu.empty()) {
+        ctx.warnings->push_back(
+            "serve.autoscale.cpu is set but serve.cpu is not: KServe's autoscaler computes CPU "
+            "utilisation against the pods' CPU request, so set serve.cpu (e.g. cpu: \"2\")");
+      }
     }
   } else {
     predictor["minReplicas"] = sv.replicas.value_or(1);
     predictor["maxReplicas"] = sv.replicas.value_or(1);
   }
+  // The rolling update of the Deployment that KServe makes (RawDeployment mode).
+  predictor["deploymentStrategy"] = {
+      {"type", "RollingUpdate"},
+      {"rollingUpdate",
+       {{"maxSurge", sv.rollout.max_surge}, {"maxUnavailable", sv.rollout.max_unavailable}}}};
   predictor["labels"] = tmpl["metadata"]["labels"];
   if (tmpl["metadata"].contains("annotations") && tmpl["metadata"]["annotations"].is_object()) {
     predictor["annotations"] = tmpl["metadata"]["annotations"];
@@ -83,7 +94,12 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx) {
     predictor["model"] = std::move(model);
   }
   isvc["spec"]["predictor"] = std::move(predictor);
-  return {std::move(isvc)};
+  std::vector<ordered_json> out;
+  out.push_back(std::move(isvc));
+  if (auto pdb = detail::render_pdb(ctx, labels, selector); !pdb.is_null()) {
+    out.push_back(std::move(pdb));
+  }
+  return out;
 }
 
 }  // namespace

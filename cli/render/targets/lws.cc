@@ -51,6 +51,10 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx) {
   out.push_back(std::move(lws));
   out.push_back(detail::render_serve_service(ctx, labels, leaders));
   if (sv.autoscale) out.push_back(detail::render_hpa(ctx, labels, kApiVersion, "LeaderWorkerSet"));
+  // A drain takes one pod at a time of the whole set (a group restarts as one).
+  if (auto pdb = detail::render_pdb(ctx, labels, {{kLabelRun, name}}); !pdb.is_null()) {
+    out.push_back(std::move(pdb));
+  }
   return out;
 }
 

@@ -162,3 +162,10 @@ TEST_CASE("project targets: patches name the target's kind") {
         "ktrain.yaml:7:3: patches.Job: nothing to patch: no Job is rendered (train.target is "
         "jobset)");
 }
+
+TEST_CASE("project targets: the name starts with a letter (Services, TrainJobs, InferenceServices)") {
+  CHECK(problem("name: 7b-llm\nimage: a/b:v1\ntrain: {command: [x]}\n") ==
+        "ktrain.yaml:1:7: name: expected a name that starts with a letter (the runs' Services are "
+        "named after it, and Kubernetes wants a letter first), like llm-7b, found \"7b-llm\"");
+  CHECK(parse("name: llm-7b\nimage: a/b:v1\ntrain: {command: [x]}\n").name == "llm-7b");
+}

@@ -274,7 +274,10 @@ TEST_CASE("targets: serve.target kserve puts the project's container in the pred
   p.serve->autoscale = project::Autoscale{2, 6, 70, std::nullopt};
   p.serve->cpu = "2";
   auto r = render_fixed(p);
-  REQUIRE(r.objects.size() == 1);  // KServe makes the Deployment, Service and autoscaler
+  // KServe makes the Deployment, Service and autoscaler; ktrain the disruption budget.
+  REQUIRE(r.objects.size() == 2);
+  CHECK(object_of(r, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"]["ktrain.dev/run"] ==
+        "api");
   const auto& isvc = object_of(r, "InferenceService");
   CHECK(isvc["apiVersion"] == "serving.kserve.io/v1beta1");
   const auto& pred = isvc["spec"]["predictor"];
@@ -283,6 +286,10 @@ TEST_CASE("targets: serve.target kserve puts the project's container in the pred
   CHECK(pred["scaleMetric"] == "cpu");
   CHECK(pred["scaleTarget"] == 70);
   CHECK(pred["labels"]["ktrain.dev/run"] == "api");
+  CHECK(pred["deploymentStrategy"]["rollingUpdate"]["maxUnavailable"] == 0);
+  CHECK(r.warnings.empty());
+  p.serve->cpu.clear();
+  CHECK(render_fixed(p).warnings.at(0).find("serve.autoscale.cpu is set but serve.cpu") == 0);
   CHECK(pred["securityContext"]["runAsNonRoot"] == true);
   const auto& c = pred["containers"].at(0);
   CHECK(c["name"] == "kserve-container");
@@ -345,6 +352,10 @@ TEST_CASE("targets: serve.target lws groups a leader and nodes - 1 workers; the 
   CHECK(hpa["spec"]["scaleTargetRef"]["kind"] == "LeaderWorkerSet");
   CHECK(hpa["spec"]["scaleTargetRef"]["apiVersion"] == "leaderworkerset.x-k8s.io/v1");
   CHECK(count_of(r, "Deployment") == 0);
+  CHECK(count_of(r, "PodDisruptionBudget") == 0);  // one group: no budget
+  p.serve->autoscale->min = 2;
+  CHECK(object_of(render_fixed(p), "PodDisruptionBudget")["spec"]["selector"]["matchLabels"] ==
+        ordered_json({{"ktrain.dev/run", "api"}}));
 }
 
 TEST_CASE("targets: each needs its operator's CRD, named for the missing-CRD message") {
