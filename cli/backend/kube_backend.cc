@@ -528,9 +528,10 @@ void KubeBackend::require_api(const render::targets::Api& api, const std::string
   }
   if (served) return;
   const auto& c = client_.config();
-  const std::string where = c.in_cluster ? "this cluster" : "the cluster of context '" + c.context_name + "'";
+  const std::string where =
+      c.in_cluster ? "this cluster" : "the cluster of context '" + c.context_name + "'";
   throw UsageError(field + " " + target + ": " + where + " does not serve " + api.kind + " (" +
-                   group_version +"): the CustomResourceDefinition " + api.crd +
+                   group_version + "): the CustomResourceDefinition " + api.crd +
                    " is not installed. Ask the cluster's admin to " + api.install +
                    "; or use the default target, which needs no operator");
 }
@@ -617,8 +618,8 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
     // the operator's object for other targets (no Secret for an MPIJob).
     const bool own_pod_group = project.scheduling.gang == "volcano" &&
                                (target.api.crd[0] == '\0' || std::string(target.name) == "jobset");
-    const std::size_t per_run = (target.api.crd[0] == '\0' ? 3 : 1 + (target.rendezvous ? 1 : 0)) +
-                                (own_pod_group ? 1 : 0);
+    const std::size_t per_run =
+        (target.api.crd[0] == '\0' ? 3 : 1 + (target.rendezvous ? 1 : 0)) + (own_pod_group ? 1 : 0);
     std::function<void(std::size_t)> on_sent;
     if (opts.progress) {
       on_sent = [&](std::size_t n) { opts.progress(n, names.size() * per_run); };

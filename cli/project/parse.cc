@@ -1115,7 +1115,7 @@ class ProjectParser {
     c_.check_keys(v, p, p, kModelKeys);
     if (const Value* x = field(v, "uri")) {
       if (auto u = c_.scalar(*x, p + ".uri", "a model URI like s3://models/resnet50")) {
-        static const char* const kSchemes[] = {"s3://",  "gs://",   "pvc://", "hf://",
+        static const char* const kSchemes[] = {"s3://",    "gs://",   "pvc://", "hf://",
                                                "https://", "http://", "oci://"};
         bool known = false;
         for (const char* scheme : kSchemes) known = known || u->rfind(scheme, 0) == 0;
@@ -1321,12 +1321,10 @@ class ProjectParser {
       std::string missing;
       // The kind of each target's main object, and the target that renders it.
       static const std::pair<const char*, const char*> kTrainKinds[] = {
-          {"Job", "job"},          {"PyTorchJob", "pytorchjob"}, {"TFJob", "tfjob"},
-          {"MPIJob", "mpijob"},    {"TrainJob", "trainjob"},     {"JobSet", "jobset"}};
+          {"Job", "job"},       {"PyTorchJob", "pytorchjob"}, {"TFJob", "tfjob"},
+          {"MPIJob", "mpijob"}, {"TrainJob", "trainjob"},     {"JobSet", "jobset"}};
       static const std::pair<const char*, const char*> kServeKinds[] = {
-          {"Deployment", "deployment"},
-          {"InferenceService", "kserve"},
-          {"LeaderWorkerSet", "lws"}};
+          {"Deployment", "deployment"}, {"InferenceService", "kserve"}, {"LeaderWorkerSet", "lws"}};
       for (const auto& [k, target] : kTrainKinds) {
         if (kind != k) continue;
         if (!field(root, "train"))

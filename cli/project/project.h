@@ -65,8 +65,8 @@ struct Train {
   /// What the run is rendered to: job | pytorchjob | tfjob | mpijob | trainjob | jobset.
   std::string target = "job";
   std::string runtime;  ///< target trainjob: the ClusterTrainingRuntime
-  int nodes = 1;                      ///< >= 1
-  int gpus = 0;                       ///< per node, >= 0
+  int nodes = 1;        ///< >= 1
+  int gpus = 0;         ///< per node, >= 0
   /// Workers per node; 0 = one per GPU found (or 1 without GPUs).
   int processes_per_node = 0;
   std::string mig;       ///< e.g. "1g.10gb": GPUs become nvidia.com/mig-<mig>
@@ -211,13 +211,13 @@ struct Rollout {
 
 /// `serve`: an inference service.
 struct Serve {
-  std::vector<std::string> command;  ///< empty = the image's entrypoint
-  int port = 0;                      ///< 1..65535; required unless `runtime` is set
+  std::vector<std::string> command;   ///< empty = the image's entrypoint
+  int port = 0;                       ///< 1..65535; required unless `runtime` is set
   std::string target = "deployment";  ///< deployment | kserve | lws
-  std::string runtime;                ///< target kserve: "" (the project's container) | triton | vllm
-  std::string model_uri;              ///< with `runtime`: KServe's storageUri
-  std::string model_format;           ///< with `runtime`: the modelFormat; "" = the runtime's
-  int nodes = 1;                      ///< target lws: pods per replica (leader + workers)
+  std::string runtime;       ///< target kserve: "" (the project's container) | triton | vllm
+  std::string model_uri;     ///< with `runtime`: KServe's storageUri
+  std::string model_format;  ///< with `runtime`: the modelFormat; "" = the runtime's
+  int nodes = 1;             ///< target lws: pods per replica (leader + workers)
   int gpus = 0;
   std::string gpu_type;  ///< -> nodeSelector nvidia.com/gpu.product
   std::string cuda;      ///< as Train::cuda

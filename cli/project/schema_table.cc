@@ -65,8 +65,8 @@ std::vector<SectionSpec> make_sections() {
            {.name = "patches",
             .kind = K::kPatches,
             .values = {"Job", "Service", "Deployment", "HorizontalPodAutoscaler", "PodGroup",
-                       "PodDisruptionBudget", "PyTorchJob", "TFJob", "MPIJob", "TrainJob",
-                       "JobSet", "InferenceService", "LeaderWorkerSet"},
+                       "PodDisruptionBudget", "PyTorchJob", "TFJob", "MPIJob", "TrainJob", "JobSet",
+                       "InferenceService", "LeaderWorkerSet"},
             .description = "RFC 7386 JSON merge patches, by rendered kind, applied to every "
                            "object of that kind after rendering.",
             .example = R"({"Service": {"metadata": {"annotations": {"team": "vision"}}}})"},

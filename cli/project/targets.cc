@@ -17,17 +17,19 @@ void train_limits(const Project& p, std::vector<TargetLimit>& out) {
     out.push_back({path, "train.target", "train.target " + target + ": " + why});
   };
   if (target != "trainjob" && !t.runtime.empty()) {
-    out.push_back({"train.runtime", "train.target",
-                   "is for train.target trainjob (the ClusterTrainingRuntime); the target is " +
-                       target});
+    out.push_back(
+        {"train.runtime", "train.target",
+         "is for train.target trainjob (the ClusterTrainingRuntime); the target is " + target});
   }
   if (target == "pytorchjob" && t.framework != "pytorch") {
-    limit("train.framework", "the operator wires PyTorch (MASTER_ADDR, WORLD_SIZE, RANK); "
-                             "framework " + t.framework + " needs target job or jobset");
+    limit("train.framework",
+          "the operator wires PyTorch (MASTER_ADDR, WORLD_SIZE, RANK); "
+          "framework " +
+              t.framework + " needs target job or jobset");
   }
   if (target == "tfjob" && t.framework != "tensorflow") {
-    limit("train.framework", "the operator wires TensorFlow (TF_CONFIG); framework " +
-                                 t.framework + " needs target job or jobset");
+    limit("train.framework", "the operator wires TensorFlow (TF_CONFIG); framework " + t.framework +
+                                 " needs target job or jobset");
   }
   if (target == "mpijob") {
     if (t.preflight == "full") {
@@ -38,33 +40,39 @@ void train_limits(const Project& p, std::vector<TargetLimit>& out) {
   }
   if (target == "trainjob") {
     if (trainjob_runtime(t).empty()) {
-      limit("train.runtime", "name the ClusterTrainingRuntime to run on (framework " +
-                                 t.framework + " has no default), like `runtime: mpi-distributed`");
+      limit("train.runtime", "name the ClusterTrainingRuntime to run on (framework " + t.framework +
+                                 " has no default), like `runtime: mpi-distributed`");
     }
     if (!t.env_from.empty()) {
-      limit("train.envFrom", "a TrainJob's trainer takes env, not envFrom; list the "
-                             "variables in train.env with their values");
+      limit("train.envFrom",
+            "a TrainJob's trainer takes env, not envFrom; list the "
+            "variables in train.env with their values");
     }
     if (t.ttl_s) {
-      limit("train.ttl", "a TrainJob has no ttlSecondsAfterFinished; the runtime's JobSet "
-                         "template sets it");
+      limit("train.ttl",
+            "a TrainJob has no ttlSecondsAfterFinished; the runtime's JobSet "
+            "template sets it");
     }
     if (t.restarts > 0) {
-      limit("train.restarts", "a TrainJob has no retry count of its own; the runtime's "
-                              "JobSet failure policy sets it");
+      limit("train.restarts",
+            "a TrainJob has no retry count of its own; the runtime's "
+            "JobSet failure policy sets it");
     }
     const auto& s = p.scheduling;
     if (!s.priority.empty()) {
-      limit("scheduling.priority", "a TrainJob cannot set the pods' priorityClassName; the "
-                                   "runtime's template sets it");
+      limit("scheduling.priority",
+            "a TrainJob cannot set the pods' priorityClassName; the "
+            "runtime's template sets it");
     }
     if (!s.runtime_class.empty()) {
-      limit("scheduling.runtimeClass", "a TrainJob cannot set the pods' runtimeClassName; the "
-                                       "runtime's template sets it");
+      limit("scheduling.runtimeClass",
+            "a TrainJob cannot set the pods' runtimeClassName; the "
+            "runtime's template sets it");
     }
     if (s.gang == "volcano") {
-      limit("scheduling.gang", "a TrainJob cannot set the pods' scheduler; use gang: kueue, or "
-                               "the runtime's podGroupPolicy");
+      limit("scheduling.gang",
+            "a TrainJob cannot set the pods' scheduler; use gang: kueue, or "
+            "the runtime's podGroupPolicy");
     }
   }
 }
@@ -99,8 +107,8 @@ void serve_limits(const Project& p, std::vector<TargetLimit>& out) {
     }
   }
   if (s.nodes > 1 && target != "lws") {
-    limit("serve.nodes", "one pod serves each replica; a model across " +
-                             std::to_string(s.nodes) + " nodes needs serve.target: lws");
+    limit("serve.nodes", "one pod serves each replica; a model across " + std::to_string(s.nodes) +
+                             " nodes needs serve.target: lws");
   }
   if (target == "kserve" && s.autoscale && s.autoscale->metric) {
     limit("serve.autoscale.metric",

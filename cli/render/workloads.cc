@@ -270,9 +270,8 @@ ordered_json train_env(const project::Project& p, const std::string& run,
     env.push_back(env_value("KTRAIN_RDZV_PORT", std::to_string(kRdzvPort)));
     env.push_back(env_value("KTRAIN_MASTER_PORT", std::to_string(kMasterPort)));
     env.push_back(env_value("KTRAIN_RDZV_TIMEOUT", "900"));
-    env.push_back(
-        {{"name", "KTRAIN_RDZV_SECRET"},
-         {"valueFrom", {{"secretKeyRef", {{"name", run + "-rdzv"}, {"key", "token"}}}}}});
+    env.push_back({{"name", "KTRAIN_RDZV_SECRET"},
+                   {"valueFrom", {{"secretKeyRef", {{"name", run + "-rdzv"}, {"key", "token"}}}}}});
     env.push_back(env_value("KTRAIN_FRAMEWORK", t.framework));
     env.push_back(env_value("KTRAIN_PREFLIGHT", t.preflight));
     env.push_back(env_value("KTRAIN_GRACE_PERIOD",
@@ -304,15 +303,16 @@ ordered_json env_literal(const std::string& name, const std::string& value) {
   return env_value(name, value);
 }
 
-std::string gpu_resource_name(const std::string& mig) { return gpu_resource(mig); }
+std::string gpu_resource_name(const std::string& mig) {
+  return gpu_resource(mig);
+}
 
 ordered_json container_resources(const std::string& cpu, const std::string& memory, int gpus,
                                  const std::string& mig) {
   return resources(cpu, memory, gpus, mig);
 }
 
-bool is_queued(const RenderContext& ctx, const std::string& run,
-               const project::SweepPoint& point) {
+bool is_queued(const RenderContext& ctx, const std::string& run, const project::SweepPoint& point) {
   const auto& t = *ctx.project.train;
   return t.sweep_parallel > 0 && point.index >= t.sweep_parallel &&
          !(ctx.started && ctx.started->count(run));
@@ -538,11 +538,10 @@ ordered_json render_hpa(const RenderContext& ctx, const ordered_json& labels,
   hs["maxReplicas"] = a.max;
   ordered_json metrics = ordered_json::array();
   if (a.cpu) {
-    metrics.push_back(
-        {{"type", "Resource"},
-         {"resource",
-          {{"name", "cpu"},
-           {"target", {{"type", "Utilization"}, {"averageUtilization", *a.cpu}}}}}});
+    metrics.push_back({{"type", "Resource"},
+                       {"resource",
+                        {{"name", "cpu"},
+                         {"target", {{"type", "Utilization"}, {"averageUtilization", *a.cpu}}}}}});
     if (sv.cpu.empty()) {
       ctx.warnings->push_back(
           "serve.autoscale.cpu is set but serve.cpu is not: the autoscaler computes CPU "

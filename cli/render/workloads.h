@@ -67,7 +67,7 @@ nlohmann::ordered_json train_pod_template(const RenderContext& ctx, const std::s
 /// How a target wires the serving pod.
 struct ServePodWiring {
   std::string container = "serve";
-  bool ports = true;              ///< the container declares serve.port
+  bool ports = true;  ///< the container declares serve.port
   std::string port_name = "http";
   bool probes = true;             ///< readiness, liveness and startup probes
   bool spread = true;             ///< topologySpreadConstraints (serve.spread)

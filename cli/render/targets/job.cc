@@ -41,7 +41,8 @@ ordered_json job(const detail::RenderContext& ctx, const std::string& run,
   if (queued) job_labels[kLabelQueued] = "true";
   detail::set_metadata(job, p, run, job_labels);
   if (kueue && queued) job["metadata"]["annotations"][kAnnotationQueue] = s.queue;
-  if (point.index >= 0) job["metadata"]["annotations"][kAnnotationParams] = detail::params_annotation(point);
+  if (point.index >= 0)
+    job["metadata"]["annotations"][kAnnotationParams] = detail::params_annotation(point);
 
   auto& spec = job["spec"];
   spec["completionMode"] = "Indexed";
@@ -75,7 +76,8 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
 
 }  // namespace
 
-extern const TrainTarget kJob = {
-    "job", {"batch/v1", "Job", "jobs", "", ""}, "train", "batch.kubernetes.io/job-name", true, render};
+extern const TrainTarget kJob = {"job",   {"batch/v1", "Job", "jobs", "", ""},
+                                 "train", "batch.kubernetes.io/job-name",
+                                 true,    render};
 
 }  // namespace ktrain::render::targets

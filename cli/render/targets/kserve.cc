@@ -64,10 +64,16 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx) {
     predictor["annotations"] = tmpl["metadata"]["annotations"];
   }
   // The pod's own fields sit in the predictor beside KServe's.
-  static const std::set<std::string> kPodFields = {
-      "terminationGracePeriodSeconds", "priorityClassName", "runtimeClassName",
-      "nodeSelector",  "tolerations",  "imagePullSecrets", "securityContext",
-      "affinity",      "topologySpreadConstraints",       "volumes"};
+  static const std::set<std::string> kPodFields = {"terminationGracePeriodSeconds",
+                                                   "priorityClassName",
+                                                   "runtimeClassName",
+                                                   "nodeSelector",
+                                                   "tolerations",
+                                                   "imagePullSecrets",
+                                                   "securityContext",
+                                                   "affinity",
+                                                   "topologySpreadConstraints",
+                                                   "volumes"};
   for (auto it = pod.begin(); it != pod.end(); ++it) {
     if (kPodFields.count(it.key()) && !it.value().is_null()) predictor[it.key()] = it.value();
   }

@@ -46,7 +46,8 @@ void kubeflow_metadata(const detail::RenderContext& ctx, ordered_json& obj, cons
 
 /// A replica spec: count, restart policy and pod template.
 ordered_json kubeflow_replica(int replicas, ordered_json pod_template) {
-  return {{"replicas", replicas}, {"restartPolicy", "Never"}, {"template", std::move(pod_template)}};
+  return {
+      {"replicas", replicas}, {"restartPolicy", "Never"}, {"template", std::move(pod_template)}};
 }
 
 }  // namespace ktrain::render::targets

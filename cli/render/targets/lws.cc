@@ -62,7 +62,8 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx) {
 
 extern const ServeTarget kLeaderWorkerSet = {
     "lws",
-    {kApiVersion, "LeaderWorkerSet", "leaderworkersets", "leaderworkersets.leaderworkerset.x-k8s.io",
+    {kApiVersion, "LeaderWorkerSet", "leaderworkersets",
+     "leaderworkersets.leaderworkerset.x-k8s.io",
      "install LeaderWorkerSet: kubectl apply --server-side -f "
      "https://github.com/kubernetes-sigs/lws/releases/latest/download/manifests.yaml"},
     "serve",

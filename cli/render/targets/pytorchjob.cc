@@ -35,8 +35,9 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
   w.rank_env = ordered_json::array({detail::env_literal("KTRAIN_NODE_RANK", "0")});
   replicas["Master"] = kubeflow_replica(1, detail::train_pod_template(ctx, run, labels, point, w));
   if (t.nodes > 1) {
-    w.rank_env = ordered_json::array({detail::env_from_field("KTRAIN_NODE_RANK", kKubeflowReplicaIndex),
-                                      detail::env_literal("KTRAIN_NODE_RANK_OFFSET", "1")});
+    w.rank_env =
+        ordered_json::array({detail::env_from_field("KTRAIN_NODE_RANK", kKubeflowReplicaIndex),
+                             detail::env_literal("KTRAIN_NODE_RANK_OFFSET", "1")});
     replicas["Worker"] =
         kubeflow_replica(t.nodes - 1, detail::train_pod_template(ctx, run, labels, point, w));
   }

@@ -9,8 +9,8 @@ extern const TrainTarget kJob, kJobSet, kPyTorchJob, kTFJob, kMPIJob, kTrainJob;
 extern const ServeTarget kDeployment, kKServe, kLeaderWorkerSet;
 
 const std::vector<const TrainTarget*>& train_targets() {
-  static const std::vector<const TrainTarget*> all = {&kJob,   &kPyTorchJob, &kTFJob,
-                                                      &kMPIJob, &kTrainJob,  &kJobSet};
+  static const std::vector<const TrainTarget*> all = {&kJob,    &kPyTorchJob, &kTFJob,
+                                                      &kMPIJob, &kTrainJob,   &kJobSet};
   return all;
 }
 

@@ -27,11 +27,12 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
   w.container = "tensorflow";  // the operator sets TF_CONFIG in the container of this name
   w.master_addr = run + "-worker-0";
   w.volcano_annotation = false;
-  w.rank_env = ordered_json::array({detail::env_from_field("KTRAIN_NODE_RANK", kKubeflowReplicaIndex)});
+  w.rank_env =
+      ordered_json::array({detail::env_from_field("KTRAIN_NODE_RANK", kKubeflowReplicaIndex)});
   auto& spec = job["spec"];
   spec["runPolicy"] = kubeflow_run_policy(ctx, queued);
-  spec["tfReplicaSpecs"] = {
-      {"Worker", kubeflow_replica(t.nodes, detail::train_pod_template(ctx, run, labels, point, w))}};
+  spec["tfReplicaSpecs"] = {{"Worker", kubeflow_replica(t.nodes, detail::train_pod_template(
+                                                                     ctx, run, labels, point, w))}};
   return {std::move(job)};
 }
 

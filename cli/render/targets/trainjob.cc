@@ -28,7 +28,8 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
   const auto& p = ctx.project;
   const auto& t = *p.train;
   if (ctx.launcher.inject) {
-    throw UsageError(p.file + ": train.target trainjob: a TrainJob cannot add the init "
+    throw UsageError(p.file +
+                     ": train.target trainjob: a TrainJob cannot add the init "
                      "container that copies ktrain-launch into the image (" +
                      ctx.image +
                      "); use an image from ktrain build (image.build), or one with "
@@ -81,9 +82,10 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
   for (const char* key : {"volumeMounts", "securityContext"}) {
     if (container.contains(key)) patch_container[key] = container[key];
   }
-  static const std::set<std::string> kPatchable = {
-      "affinity", "imagePullSecrets",           "nodeSelector", "securityContext",
-      "tolerations", "terminationGracePeriodSeconds", "volumes"};
+  static const std::set<std::string> kPatchable = {"affinity",     "imagePullSecrets",
+                                                   "nodeSelector", "securityContext",
+                                                   "tolerations",  "terminationGracePeriodSeconds",
+                                                   "volumes"};
   ordered_json patch_pod = ordered_json::object();
   for (auto it = pod.begin(); it != pod.end(); ++it) {
     if (kPatchable.count(it.key()) && !it.value().is_null()) patch_pod[it.key()] = it.value();
@@ -100,8 +102,8 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
         {"trainingRuntimeSpec",
          {{"template",
            {{"spec",
-             {{"replicatedJobs", ordered_json::array({{{"name", kNode},
-                                                       {"template", job_template}}})}}}}}}}}});
+             {{"replicatedJobs",
+               ordered_json::array({{{"name", kNode}, {"template", job_template}}})}}}}}}}}});
   return {std::move(tj)};
 }
 

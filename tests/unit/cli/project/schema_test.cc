@@ -64,8 +64,8 @@ std::vector<std::string> context(const std::string& key_path) {
       {"serve.runtime", {"serve.target=kserve", "serve.model={\"uri\": \"s3://m/x\"}"}},
       {"serve.model", {"serve.target=kserve", "serve.runtime=triton"}},
       {"serve.model.uri", {"serve.target=kserve", "serve.runtime=triton"}},
-      {"serve.model.format", {"serve.target=kserve", "serve.runtime=triton",
-                              "serve.model.uri=s3://m/x"}},
+      {"serve.model.format",
+       {"serve.target=kserve", "serve.runtime=triton", "serve.model.uri=s3://m/x"}},
       {"serve.nodes", {"serve.target=lws"}},
       {"scheduling.tolerations[0].tolerationSeconds",
        {"scheduling.tolerations[0].effect=NoExecute"}},
@@ -94,8 +94,7 @@ TEST_CASE("schema table: sections are where the parser finds them") {
             "=project", "image=image", "image.build=build", "train=train", "train.volumes[]=volume",
             "scheduling=scheduling", "scheduling.tolerations[]=toleration", "security=security",
             "launcher=launcher", "serve=serve", "serve.model=model", "serve.volumes[]=volume",
-            "serve.autoscale=autoscale", "serve.autoscale.metric=metric",
-            "serve.readiness=probe",
+            "serve.autoscale=autoscale", "serve.autoscale.metric=metric", "serve.readiness=probe",
             "serve.liveness=probe", "serve.startup=probe", "serve.rollout=rollout"});
   CHECK(free_form_map_paths() == std::vector<std::string>{"labels", "image.build.env", "train.env",
                                                           "scheduling.nodeSelector", "serve.env"});

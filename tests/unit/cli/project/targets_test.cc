@@ -94,8 +94,7 @@ TEST_CASE("project targets: what a TrainJob cannot say, each at its field") {
   CHECK(all[1].rfind("ktrain.yaml:7:13: train.restarts: train.target trainjob:", 0) == 0);
   CHECK(all[2].rfind("ktrain.yaml:8:12: train.envFrom: train.target trainjob:", 0) == 0);
   CHECK(all[3].rfind("ktrain.yaml:10:13: scheduling.priority: train.target trainjob:", 0) == 0);
-  CHECK(all[4].rfind("ktrain.yaml:11:17: scheduling.runtimeClass: train.target trainjob:", 0) ==
-        0);
+  CHECK(all[4].rfind("ktrain.yaml:11:17: scheduling.runtimeClass: train.target trainjob:", 0) == 0);
   CHECK(all[5].rfind("ktrain.yaml:12:9: scheduling.gang: train.target trainjob:", 0) == 0);
   // A runtime is needed when the framework has none, and only trainjob takes one.
   CHECK(problem(std::string(kTrain) + "  target: trainjob\n  framework: jax\n") ==
@@ -163,7 +162,8 @@ TEST_CASE("project targets: patches name the target's kind") {
         "jobset)");
 }
 
-TEST_CASE("project targets: the name starts with a letter (Services, TrainJobs, InferenceServices)") {
+TEST_CASE(
+    "project targets: the name starts with a letter (Services, TrainJobs, InferenceServices)") {
   CHECK(problem("name: 7b-llm\nimage: a/b:v1\ntrain: {command: [x]}\n") ==
         "ktrain.yaml:1:7: name: expected a name that starts with a letter (the runs' Services are "
         "named after it, and Kubernetes wants a letter first), like llm-7b, found \"7b-llm\"");

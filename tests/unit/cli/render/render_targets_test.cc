@@ -40,9 +40,11 @@ const ordered_json& first_container(const ordered_json& pod_template) {
 }  // namespace
 
 TEST_CASE("targets: every train.target value has a renderer, and each renders its own kind") {
-  const std::pair<const char*, const char*> kinds[] = {
-      {"job", "Job"},       {"pytorchjob", "PyTorchJob"}, {"tfjob", "TFJob"},
-      {"mpijob", "MPIJob"}, {"jobset", "JobSet"}};
+  const std::pair<const char*, const char*> kinds[] = {{"job", "Job"},
+                                                       {"pytorchjob", "PyTorchJob"},
+                                                       {"tfjob", "TFJob"},
+                                                       {"mpijob", "MPIJob"},
+                                                       {"jobset", "JobSet"}};
   for (const auto& [target, kind] : kinds) {
     CAPTURE(target);
     auto r = render_fixed(train_for(target));
@@ -124,12 +126,13 @@ TEST_CASE("targets: the operators' run policy carries retries, deadline, TTL and
   CHECK(count_of(r, "PodGroup") == 0);
   const auto& pod = replica_pod(object_of(r, "PyTorchJob"), "pytorchReplicaSpecs", "Worker");
   const bool names_group = pod["metadata"].contains("annotations") &&
-                          pod["metadata"]["annotations"].contains(kAnnotationVolcanoGroup);
+                           pod["metadata"]["annotations"].contains(kAnnotationVolcanoGroup);
   CHECK_FALSE(names_group);
   CHECK(pod["spec"]["schedulerName"] == "volcano");
 }
 
-TEST_CASE("targets: Kueue's queue label goes on the operator's object, and a waiting run is suspended") {
+TEST_CASE(
+    "targets: Kueue's queue label goes on the operator's object, and a waiting run is suspended") {
   auto p = train_for("tfjob", 2);
   p.scheduling.gang = "kueue";
   p.scheduling.queue = "team-a";
@@ -148,7 +151,8 @@ TEST_CASE("targets: Kueue's queue label goes on the operator's object, and a wai
   CHECK(second["metadata"]["annotations"][kAnnotationParams] == R"({"lr":"0.01"})");
 }
 
-TEST_CASE("targets: tfjob is nodes Workers, ranked by their replica index, worker 0 the rendezvous") {
+TEST_CASE(
+    "targets: tfjob is nodes Workers, ranked by their replica index, worker 0 the rendezvous") {
   auto r = render_fixed(train_for("tfjob", 3));
   const auto& job = object_of(r, "TFJob");
   CHECK(job["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == 3);
@@ -162,7 +166,8 @@ TEST_CASE("targets: tfjob is nodes Workers, ranked by their replica index, worke
   CHECK(env_of(c, "TF_CONFIG").is_null());
 }
 
-TEST_CASE("targets: mpijob runs the command in the Launcher, and the Workers hold the GPUs and slots") {
+TEST_CASE(
+    "targets: mpijob runs the command in the Launcher, and the Workers hold the GPUs and slots") {
   auto p = train_for("mpijob", 2);
   p.train->command = {"mpirun", "-np", "16", "python", "train.py"};
   p.train->cpu = "16";
@@ -320,11 +325,13 @@ TEST_CASE("targets: serve.runtime triton and vllm use KServe's runtimes on serve
   CHECK(pred["model"]["modelFormat"]["name"] == "huggingface");
   CHECK(pred["model"]["args"] == ordered_json::array({"--backend=vllm"}));
   p.serve->model_format = "onnx";
-  CHECK(object_of(render_fixed(p), "InferenceService")["spec"]["predictor"]["model"]["modelFormat"]
-            ["name"] == "onnx");
+  CHECK(object_of(render_fixed(p),
+                  "InferenceService")["spec"]["predictor"]["model"]["modelFormat"]["name"] ==
+        "onnx");
 }
 
-TEST_CASE("targets: serve.target lws groups a leader and nodes - 1 workers; the Service finds leaders") {
+TEST_CASE(
+    "targets: serve.target lws groups a leader and nodes - 1 workers; the Service finds leaders") {
   auto p = serve_project();
   p.serve->target = "lws";
   p.serve->nodes = 4;
