@@ -182,12 +182,14 @@ void validate_run_id(const project::Project& project, const std::string& run_id)
                      "ending with a letter or digit (e.g. 7f3k2)");
   }
   if (!project.train) return;
-  // The longest pod host name: <run>[-<k>]-<rank>.
+  // The longest pod host name: <run>[-<k>]-<rank> for a Job, <run>-node-0-<rank> for a
+  // JobSet, <run>-worker-<index> for the Training Operator's jobs.
   std::string longest = run_name(project, run_id);
   if (!project.train->sweep.empty()) {
     longest += "-" + std::to_string(project::sweep_points(*project.train).size() - 1);
   }
-  longest += "-" + std::to_string(project.train->nodes - 1);
+  longest += targets::train_target(project.train->target).host_infix +
+             std::to_string(project.train->nodes - 1);
   if (longest.size() > 63) {
     throw UsageError("--run-id '" + run_id + "' is too long: pod host names such as '" + longest +
                      "' would exceed 63 characters");

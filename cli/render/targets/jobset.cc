@@ -71,6 +71,7 @@ extern const TrainTarget kJobSet = {
     "train",
     "jobset.sigs.k8s.io/jobset-name",
     true,
+    "-node-0-",
     render};
 
 }  // namespace ktrain::render::targets

@@ -56,6 +56,7 @@ extern const TrainTarget kMPIJob = {
     "mpi",
     "training.kubeflow.org/job-name",
     false,
+    "-worker-",
     render};
 
 }  // namespace ktrain::render::targets

@@ -54,6 +54,7 @@ extern const TrainTarget kPyTorchJob = {
     "pytorch",
     "training.kubeflow.org/job-name",
     true,
+    "-worker-",
     render};
 
 }  // namespace ktrain::render::targets

@@ -35,6 +35,9 @@ struct TrainTarget {
   const char* pod_label;
   /// Its pods run ktrain-launch's rendezvous, which needs the run's Secret.
   bool rendezvous;
+  /// A pod's host name is <run><host_infix><index> ("-", "-node-0-", "-worker-"): with
+  /// the largest index, at most 63 characters.
+  const char* host_infix;
   /// The objects of one run (sweep point `point`; index -1 when not a sweep), in apply order.
   std::vector<nlohmann::ordered_json> (*render)(const detail::RenderContext& ctx,
                                                 const std::string& run, const std::string& sweep,

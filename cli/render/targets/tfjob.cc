@@ -46,6 +46,7 @@ extern const TrainTarget kTFJob = {
     "tensorflow",
     "training.kubeflow.org/job-name",
     true,
+    "-worker-",
     render};
 
 }  // namespace ktrain::render::targets

@@ -117,6 +117,7 @@ extern const TrainTarget kTrainJob = {
     kNode,
     "trainer.kubeflow.org/trainjob-name",
     true,
+    "-node-0-",
     render};
 
 }  // namespace ktrain::render::targets

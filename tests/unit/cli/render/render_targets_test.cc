@@ -380,3 +380,17 @@ TEST_CASE("targets: each needs its operator's CRD, named for the missing-CRD mes
     CHECK_FALSE(std::string(t->api.install).empty());
   }
 }
+
+TEST_CASE("targets: the longest pod host name is the target's, within 63 characters") {
+  auto p = train_for("jobset", 16);
+  p.name = std::string(40, 'a');
+  // <name>-<id>-node-0-15: 40 + 1 + 12 + 10 = 63.
+  CHECK_NOTHROW(validate_run_id(p, "abcdefghijkl"));
+  CHECK_THROWS_WITH_AS(validate_run_id(p, "abcdefghijklm"),
+                       doctest::Contains("-abcdefghijklm-node-0-15' would exceed 63"), UsageError);
+  p.train->target = "job";  // <name>-<id>-15
+  CHECK_NOTHROW(validate_run_id(p, "abcdefghijklm"));
+  p.train->target = "tfjob";  // <name>-<id>-worker-15
+  CHECK_THROWS_WITH_AS(validate_run_id(p, "abcdefghijklm"),
+                       doctest::Contains("-abcdefghijklm-worker-15' would exceed 63"), UsageError);
+}
