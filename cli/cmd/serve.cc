@@ -11,6 +11,7 @@
 #include "kube/connection.h"
 #include "kube/run_state.h"
 #include "render/render.h"
+#include "render/targets/targets.h"
 
 namespace ktrain::cmd {
 
@@ -72,11 +73,85 @@ RolloutState rollout_state(const json& d) {
 
 namespace {
 
+/// The condition `type` of `obj`'s status, or null.
+const json* condition(const json& obj, const std::string& type) {
+  if (!obj.contains("status") || !obj["status"].is_object()) return nullptr;
+  const auto& st = obj["status"];
+  if (!st.contains("conditions") || !st["conditions"].is_array()) return nullptr;
+  for (const auto& c : st["conditions"]) {
+    if (c.is_object() && c.value("type", "") == type) return &c;
+  }
+  return nullptr;
+}
+
+std::string said(const json& c) {
+  std::string out = c.value("reason", "");
+  const std::string msg = c.value("message", "");
+  if (!msg.empty()) out += (out.empty() ? "" : ": ") + msg;
+  return out;
+}
+
+}  // namespace
+
+RolloutState target_ready_state(const json& obj) {
+  const std::string kind = obj.value("kind", "");
+  const std::string name = obj.contains("metadata") ? obj["metadata"].value("name", "") : "";
+  RolloutState s;
+  if (kind == "InferenceService") {
+    const json* ready = condition(obj, "Ready");
+    if (ready && ready->value("status", "") == "True") {
+      s.done = true;
+      s.message = "inferenceservice \"" + name + "\" is ready";
+      if (obj["status"].contains("url")) s.message += " at " + obj["status"].value("url", "");
+      return s;
+    }
+    s.message = "Waiting for inferenceservice \"" + name + "\" to be ready";
+    // The predictor's own condition says why, when KServe has one.
+    const json* pred = condition(obj, "PredictorReady");
+    const json* why = pred && pred->value("status", "") == "False" ? pred : ready;
+    if (why && !said(*why).empty()) s.message += ": " + said(*why);
+    // KServe's words for pods that will not come up by themselves.
+    if (obj.contains("status") && obj["status"].contains("modelStatus")) {
+      const auto& ms = obj["status"]["modelStatus"];
+      const std::string reason =
+          ms.contains("lastFailureInfo") ? ms["lastFailureInfo"].value("reason", "") : "";
+      if (ms.value("transitionStatus", "") == "BlockedByFailedLoad" ||
+          reason == "ModelLoadFailed") {
+        s.failed = true;
+        s.message =
+            "inferenceservice \"" + name + "\" failed to load its model" +
+            (ms.contains("lastFailureInfo") ? ": " + ms["lastFailureInfo"].value("message", reason)
+                                            : "");
+      }
+    }
+    return s;
+  }
+  if (kind == "LeaderWorkerSet") {
+    const long long want = obj.contains("spec") ? obj["spec"].value("replicas", 1LL) : 1;
+    const long long ready = obj.contains("status") ? obj["status"].value("readyReplicas", 0LL) : 0;
+    const json* available = condition(obj, "Available");
+    if (available && available->value("status", "") == "True" && ready >= want) {
+      s.done = true;
+      s.message = "leaderworkerset \"" + name + "\": " + std::to_string(ready) + " of " +
+                  std::to_string(want) + " groups ready";
+      return s;
+    }
+    s.message = "Waiting for leaderworkerset \"" + name + "\": " + std::to_string(ready) + " of " +
+                std::to_string(want) + " groups ready";
+    const json* progressing = condition(obj, "Progressing");
+    if (progressing && !said(*progressing).empty()) s.message += " (" + said(*progressing) + ")";
+    return s;
+  }
+  return rollout_state(obj);
+}
+
+namespace {
+
 /// A Deployment that an autoscaler drives is created with its minimum replicas and
 /// then left to it: when it exists, the apply carries the replicas it has now, so
 /// that serving again changes nothing the HPA decided.
 void keep_replicas(kube::Client& client, const std::string& ns, nlohmann::ordered_json& dep) {
-  const auto type = kube::resource_type("apps/v1", "Deployment");
+  const auto type = kube::resource_type(dep.value("apiVersion", ""), dep.value("kind", ""));
   try {
     const auto current = client.get(kube::object_path(type, ns, dep["metadata"].value("name", "")));
     if (current["spec"].contains("replicas")) dep["spec"]["replicas"] = current["spec"]["replicas"];
@@ -96,23 +171,27 @@ int run_serve(Env& env, kube::Client& client, const project::Project& project,
   }
   backend::KubeBackend kb(client, env);
   const std::string ns = kb.namespace_for(project);
+  const auto& target = render::targets::serve_target(project.serve->target);
+  kb.require_api(target.api, "serve.target", target.name);
   render::RenderOptions ro;
   ro.run_id = render::default_run_id(project);
   auto rendered = render::render_project(project, ro);
   for (const auto& w : rendered.warnings) env.warn(w);
   std::vector<nlohmann::ordered_json> objects;
-  std::string deployment;
+  std::string deployment;  // the workload whose readiness is waited for
+  std::string workload_api = target.api.api_version, workload_kind = target.api.kind;
   for (auto& obj : rendered.objects) {
     const auto& labels = obj["metadata"]["labels"];
     if (!labels.is_object() || labels.value(render::kLabelRun, "") != project.name) continue;
     const std::string kind = obj.value("kind", "");
-    if (kind != "Deployment" && kind != "Service" && kind != "HorizontalPodAutoscaler" &&
+    if (kind != workload_kind && kind != "Service" && kind != "HorizontalPodAutoscaler" &&
         kind != "PodDisruptionBudget")
       continue;
     if (!obj["metadata"].contains("namespace")) obj["metadata"]["namespace"] = ns;
-    if (kind == "Deployment") {
+    if (kind == workload_kind) {
       deployment = obj["metadata"].value("name", "");
-      if (project.serve->autoscale) keep_replicas(client, ns, obj);
+      // The autoscaler's replica count stands (an InferenceService's is its own field).
+      if (project.serve->autoscale && kind != "InferenceService") keep_replicas(client, ns, obj);
     }
     objects.push_back(std::move(obj));
   }
@@ -140,21 +219,25 @@ int run_serve(Env& env, kube::Client& client, const project::Project& project,
     return exit_code::kOk;
   }
 
-  const auto type = kube::resource_type("apps/v1", "Deployment");
+  const auto type = kube::resource_type(workload_api, workload_kind);
   const auto path = kube::object_path(type, ns, deployment);
   const auto deadline = env.clock->steady_now() + opts.timeout;
   std::string last;
   while (true) {
     auto d = client.get(path);
-    auto st = rollout_state(d);
+    auto st = target_ready_state(d);
     if (st.message != last && !env.global.quiet && !st.done) *env.err << st.message << "\n";
     last = st.message;
     if (st.failed) throw Error("serving " + project.name + ": " + st.message);
     if (st.done) {
-      const auto avail = d["status"].value("availableReplicas", 0);
       if (env.global.output != "name") {
-        *env.out << project.name << ": rolled out, " << avail << " replica"
-                 << (avail == 1 ? "" : "s") << " available\n";
+        if (workload_kind == "Deployment") {
+          const auto avail = d["status"].value("availableReplicas", 0);
+          *env.out << project.name << ": rolled out, " << avail << " replica"
+                   << (avail == 1 ? "" : "s") << " available\n";
+        } else {
+          *env.out << project.name << ": " << st.message << "\n";
+        }
       }
       return exit_code::kOk;
     }
@@ -203,7 +286,8 @@ void add_serve_command(CLI::App& app, Env& env, CommandResult& result) {
   auto opts = std::make_shared<ServeOptions>();
   auto* sub = app.add_subcommand(
       "serve",
-      "Apply the project's serve section (Deployment, Service, HPA) and wait for the rollout");
+      "Apply the project's serve section (Deployment, Service, HPA; or serve.target's "
+      "InferenceService or LeaderWorkerSet) and wait until it is ready");
   opts->project.add_to(*sub);
   sub->add_option("--timeout", opts->timeout,
                   "Give up waiting for the rollout after this long (exit 124)")

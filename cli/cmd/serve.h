@@ -1,6 +1,7 @@
 #pragma once
-// `ktrain serve`: apply the project's `serve` objects (Deployment, Service, HPA) and
-// wait for the rollout as `kubectl rollout status` does.
+// `ktrain serve`: apply the project's `serve` objects (Deployment, Service, HPA; or
+// serve.target's InferenceService or LeaderWorkerSet) and wait for the rollout as
+// `kubectl rollout status` does, or for the target's own readiness.
 
 #include <chrono>
 #include <optional>
@@ -25,6 +26,11 @@ struct RolloutState {
 /// (observedGeneration), all replicas updated, no old replicas left, all updated
 /// replicas available; failed when the Progressing condition says ProgressDeadlineExceeded.
 RolloutState rollout_state(const nlohmann::json& deployment);
+
+/// Where an InferenceService (its Ready condition, and the predictor's when not ready)
+/// or a LeaderWorkerSet (its Available condition, all groups ready) stands; for other
+/// kinds rollout_state. Failed when KServe reports the predictor's pods failing.
+RolloutState target_ready_state(const nlohmann::json& object);
 
 /// Options of `ktrain serve` once parsed.
 struct ServeRun {

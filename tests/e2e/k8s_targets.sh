@@ -47,6 +47,24 @@ expect_contains "$out" "pytorchjobs.kubeflow.org is not installed" "no CRD: pyto
 expect_contains "$out" "Kubeflow Training Operator" "no CRD: Kubeflow Training Operator"
 [ -z "$(kubectl get secrets,services -l ktrain.dev/run=tgt-nocrd -o name)" ] || fail "submit without the CRD sent objects"
 
+cat >serve.yaml <<'YAML'
+name: api
+image: registry.example.com/ml/api:1.0.0
+serve:
+  target: kserve
+  command: [python3, serve.py]
+  port: 8080
+  replicas: 2
+  readiness: /healthz
+YAML
+set +e
+out="$("$ktrain" serve -f serve.yaml 2>&1)"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "serve without the CRD: exit $rc, not 2: $out"
+expect_contains "$out" "serve.target kserve:" "no CRD: serve names the target"
+expect_contains "$out" "inferenceservices.serving.kserve.io is not installed" "no CRD: serve names the CRD"
+[ -z "$(kubectl get services,poddisruptionbudgets -l ktrain.dev/run=api -o name)" ] || fail "serve without the CRD sent objects"
+
 # The upstream CRDs, as a cluster admin installs them with the operators.
 kubectl apply --server-side -f "$crds/kubeflow.org" -f "$crds/trainer.kubeflow.org" \
   -f "$crds/jobset.x-k8s.io" -f "$crds/leaderworkerset.x-k8s.io" -f "$crds/serving.kserve.io" >/dev/null
@@ -108,6 +126,38 @@ check_target tfjob TFJob tensorflow yes
 check_target mpijob MPIJob none no
 check_target jobset JobSet pytorch yes
 check_target trainjob TrainJob pytorch yes "launcher: {inject: never}"
+
+# serve.target kserve and lws: applied, owned, waited for as each target says it is
+# ready (nothing plays KServe or LeaderWorkerSet here: the status is written as their
+# controllers write it), deleted to nothing.
+check_serve() {  # check_serve TARGET KIND CONDITION-STATUS-JSON
+  local target=$1 kind=$2 lower
+  lower="$(echo "$kind" | tr 'A-Z' 'a-z')"
+  sed -i "s/^  target: .*/  target: $target/" serve.yaml
+  "$ktrain" serve -f serve.yaml --no-wait >/dev/null || fail "$target: serve --no-wait failed"
+  kubectl get "$lower/api" >/dev/null || fail "$target: kubectl does not find $lower/api"
+  owner="$(kubectl get poddisruptionbudget/api -o jsonpath='{.metadata.ownerReferences[0].kind}')"
+  expect_eq "$owner" "$kind" "$target: the disruption budget's owner"
+  set +e
+  out="$("$ktrain" serve -f serve.yaml --timeout 3s 2>&1)"; rc=$?
+  set -e
+  expect_eq "$rc" 124 "$target: serve times out while it is not ready"
+  expect_contains "$out" "Waiting for $lower \"api\"" "$target: serve says what it waits for"
+  (sleep 2; kubectl patch "$lower/api" --subresource=status --type=merge -p "$3" >/dev/null) &
+  local patcher=$!
+  out="$("$ktrain" serve -f serve.yaml --timeout 60s 2>&1)" || fail "$target: serve did not see it ready: $out"
+  wait "$patcher" || fail "$target: kubectl patch of the status failed"
+  expect_contains "$out" "api: $lower \"api\"" "$target: serve says it is ready"
+  "$ktrain" delete api >/dev/null || fail "$target: delete failed"
+  k8s_wait "$lower/api to go" 30 sh -c "! kubectl get $lower/api >/dev/null 2>&1"
+  k8s_wait "the budget to go" 60 sh -c "! kubectl get poddisruptionbudget/api >/dev/null 2>&1"
+  echo "ok   $target: serve, wait for ready, delete ($kind)"
+}
+now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+check_serve kserve InferenceService \
+  '{"status":{"url":"http://api.default.example.com","conditions":[{"type":"Ready","status":"True","lastTransitionTime":"'"$now"'"}]}}'
+check_serve lws LeaderWorkerSet \
+  '{"status":{"readyReplicas":2,"replicas":2,"conditions":[{"type":"Available","status":"True","reason":"AllGroupsReady","message":"All replicas are ready","lastTransitionTime":"'"$now"'"}]}}'
 
 # A user whose Role predates the targets (the kinds ktrain rendered before them) still
 # deletes a plain run: the operators' kinds they may not list are none of theirs.
