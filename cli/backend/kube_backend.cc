@@ -672,6 +672,29 @@ void sort_runs(std::vector<RunSummary>& runs) {
 
 }  // namespace
 
+std::vector<KubeBackend::OperatorKind> KubeBackend::served_operator_kinds() {
+  std::vector<OperatorKind> all;
+  for (const auto* t : render::targets::train_targets()) {
+    if (t->api.crd[0] != '\0') all.push_back({t->api.api_version, t->api.kind, false});
+  }
+  for (const auto* t : render::targets::serve_targets()) {
+    if (t->api.crd[0] != '\0') all.push_back({t->api.api_version, t->api.kind, true});
+  }
+  std::set<std::string> served;
+  const auto groups = client_.get_if_exists("/apis");
+  if (groups && groups->contains("groups") && (*groups)["groups"].is_array()) {
+    for (const auto& g : (*groups)["groups"]) {
+      if (!g.contains("versions") || !g["versions"].is_array()) continue;
+      for (const auto& v : g["versions"]) served.insert(v.value("groupVersion", ""));
+    }
+  }
+  std::vector<OperatorKind> out;
+  for (auto& k : all) {
+    if (served.count(k.api_version)) out.push_back(std::move(k));
+  }
+  return out;
+}
+
 std::vector<RunSummary> KubeBackend::list(const ListFilter& filter) {
   const auto type = kube::resource_type("batch/v1", "Job");
   const std::string ns = filter.all_namespaces ? "" : client_.default_namespace();
@@ -686,6 +709,21 @@ std::vector<RunSummary> KubeBackend::list(const ListFilter& filter) {
   if (filter.sweep.empty()) {
     client_.list(kube::collection_path(kube::resource_type("apps/v1", "Deployment"), ns), lo,
                  [&out](json& d) { out.push_back(kube::summarize_deployment(d)); });
+  }
+  // And the runs and services of the other targets, whose APIs the cluster serves (one
+  // discovery request tells which).
+  for (const auto& kind : served_operator_kinds()) {
+    if (!filter.sweep.empty() && kind.serve) continue;
+    try {
+      client_.list(kube::collection_path(kube::resource_type(kind.api_version, kind.kind), ns), lo,
+                   [&out, &kind](json& o) {
+                     o["kind"] = kind.kind;  // (a list's items may leave it out)
+                     out.push_back(kube::summarize_operator(o));
+                   });
+    } catch (const kube::ApiError& e) {
+      // Not ours to list (a Role without the operators' kinds), or gone since discovery.
+      if (e.http_status() != 403 && e.http_status() != 404) throw;
+    }
   }
   sort_runs(out);
   return out;

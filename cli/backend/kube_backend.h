@@ -120,6 +120,14 @@ class KubeBackend : public Backend {
   void require_api(const render::targets::Api& api, const std::string& field,
                    const std::string& target);
 
+  /// The operators' kinds (train.target, serve.target) whose API group and version the
+  /// cluster serves, by one discovery request.
+  struct OperatorKind {
+    std::string api_version, kind;
+    bool serve = false;
+  };
+  std::vector<OperatorKind> served_operator_kinds();
+
   /// The namespace requests go to: -n, else the project's, else the context's.
   std::string namespace_for(const project::Project& project) const;
 

@@ -256,6 +256,98 @@ backend::RunSummary summarize_job(const json& job) {
   return s;
 }
 
+backend::RunSummary summarize_operator(const json& obj) {
+  backend::RunSummary s;
+  const std::string kind = str(obj, {"kind"});
+  const bool serving = kind == "InferenceService" || kind == "LeaderWorkerSet";
+  s.kind = serving ? "serve" : "train";
+  s.labels = labels_of(obj);
+  s.queued = str(obj, {"metadata", "labels", render::kLabelQueued}) == "true";
+  s.name = str(obj, {"metadata", "labels", kLabelRun});
+  if (s.name.empty()) s.name = str(obj, {"metadata", "name"});
+  s.namespace_ = str(obj, {"metadata", "namespace"});
+  s.sweep = str(obj, {"metadata", "labels", kLabelSweep});
+  if (auto t = time_at(obj, {"metadata", "creationTimestamp"})) s.created = *t;
+  const auto& spec = at_path(obj, {"spec"});
+  // The first container of a pod template's spec.
+  auto first_container = [](const json& pod_spec) -> const json* {
+    const auto& cs = at_path(pod_spec, {"containers"});
+    return cs.is_array() && !cs.empty() ? &cs[0] : nullptr;
+  };
+  bool suspended = false;
+  if (kind == "PyTorchJob" || kind == "TFJob" || kind == "MPIJob") {
+    const char* field = kind == "PyTorchJob" ? "pytorchReplicaSpecs"
+                        : kind == "TFJob"    ? "tfReplicaSpecs"
+                                             : "mpiReplicaSpecs";
+    const auto& replicas = at_path(spec, {field});
+    if (replicas.is_object()) {
+      for (auto it = replicas.begin(); it != replicas.end(); ++it) {
+        if (kind == "MPIJob" && it.key() == "Launcher") continue;  // the GPUs are the Workers'
+        s.nodes += integer(at_path(it.value(), {"replicas"}), 1);
+        if (const json* c = first_container(at_path(it.value(), {"template", "spec"}))) {
+          s.gpus = std::max(s.gpus, gpus_of(*c));
+        }
+      }
+    }
+    suspended = at_path(spec, {"runPolicy", "suspend"}).is_boolean() &&
+                at_path(spec, {"runPolicy", "suspend"}).get<bool>();
+  } else if (kind == "JobSet") {
+    const auto& rjs = at_path(spec, {"replicatedJobs"});
+    if (rjs.is_array()) {
+      for (const auto& rj : rjs) {
+        const auto& job = at_path(rj, {"template", "spec"});
+        s.nodes +=
+            integer(at_path(rj, {"replicas"}), 1) *
+            integer(at_path(job, {"parallelism"}), integer(at_path(job, {"completions"}), 1));
+        if (const json* c = first_container(at_path(job, {"template", "spec"}))) {
+          s.gpus = std::max(s.gpus, gpus_of(*c));
+        }
+      }
+    }
+  } else if (kind == "TrainJob") {
+    s.nodes = integer(at_path(spec, {"trainer", "numNodes"}), 1);
+    s.gpus = gpus_of(json{{"resources", at_path(spec, {"trainer", "resourcesPerNode"})}});
+  } else if (kind == "InferenceService") {
+    s.nodes = integer(at_path(spec, {"predictor", "minReplicas"}), 1);
+    if (const json* c = first_container(at_path(spec, {"predictor"}))) s.gpus = gpus_of(*c);
+    if (s.gpus == 0) s.gpus = gpus_of(at_path(spec, {"predictor", "model"}));
+  } else if (kind == "LeaderWorkerSet") {
+    s.nodes = integer(at_path(spec, {"replicas"}), 1);
+    if (const json* c =
+            first_container(at_path(spec, {"leaderWorkerTemplate", "workerTemplate", "spec"}))) {
+      s.gpus = gpus_of(*c);
+    }
+  }
+  if (!suspended && at_path(spec, {"suspend"}).is_boolean()) {
+    suspended = at_path(spec, {"suspend"}).get<bool>();
+  }
+
+  if (serving) {
+    const bool ready = kind == "InferenceService" ? condition_true(obj, "Ready")
+                                                  : condition_true(obj, "Available");
+    s.state = ready ? backend::RunState::kRunning : backend::RunState::kPending;
+  } else if (condition_true(obj, "Succeeded") || condition_true(obj, "Complete") ||
+             condition_true(obj, "Completed")) {
+    s.state = backend::RunState::kSucceeded;
+  } else if (condition_true(obj, "Failed")) {
+    s.state = backend::RunState::kFailed;
+  } else if (suspended || condition_true(obj, "Suspended")) {
+    s.state = backend::RunState::kPending;
+  } else if (condition_true(obj, "Running")) {
+    s.state = backend::RunState::kRunning;
+  } else {
+    // JobSet and TrainJob: running once a Job of theirs has active pods.
+    int active = 0;
+    for (const char* list : {"replicatedJobsStatus", "jobsStatus"}) {
+      const auto& js = at_path(obj, {"status", list});
+      if (!js.is_array()) continue;
+      for (const auto& j : js) active += integer(at_path(j, {"active"}));
+    }
+    s.state = active > 0 ? backend::RunState::kRunning : backend::RunState::kPending;
+  }
+  return s;
+}
+
 bool managed_by_ktrain(const json& obj) {
   return str(obj, {"metadata", "labels", kLabelManagedBy}) == "ktrain";
 }

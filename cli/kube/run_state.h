@@ -32,6 +32,11 @@ backend::RunSummary summarize_job(const nlohmann::json& job);
 /// every replica it asks for is ready, else Pending; nodes = the replicas asked for.
 backend::RunSummary summarize_deployment(const nlohmann::json& deployment);
 
+/// The state, size and age of an operator's object (train.target / serve.target other
+/// than the defaults: PyTorchJob, TFJob, MPIJob, JobSet, TrainJob, InferenceService,
+/// LeaderWorkerSet), from its own conditions and status.
+backend::RunSummary summarize_operator(const nlohmann::json& obj);
+
 /// `ktrain status` of a service: its Deployment's conditions, one row per pod (oldest
 /// first), and why replicas cannot start.
 backend::RunStatus describe_service(const nlohmann::json& deployment,

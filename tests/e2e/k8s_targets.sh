@@ -3,7 +3,8 @@
 # cluster lacks (exit 2, naming the CRD, nothing sent); with the upstream CRDs of
 # ../shared/schemas/crds applied, each operator's object is created as rendered (the
 # API server's structural schemas and CEL rules check it), with its rendezvous Secret
-# owned by it, and kubectl reads the same objects; --dry-run=server creates nothing;
+# owned by it, and kubectl reads the same objects; list shows the run, in the state the
+# operator's conditions say; --dry-run=server creates nothing;
 # a second submit of the same run changes nothing; delete leaves nothing (the
 # garbage collector takes the Secret with its owner). No operator runs here: what
 # the operators do with the objects is not tested.
@@ -110,6 +111,24 @@ sub(want["spec"], got["spec"], "spec")
   else
     ! kubectl get "secret/$run-rdzv" >/dev/null 2>&1 || fail "$target: a Secret for a run without rendezvous"
   fi
+  # list shows it, from the operator's object (no operator runs it here: Pending), and
+  # the state the operator writes.
+  "$ktrain" list -o json | python3 -c '
+import json, sys
+runs = [r for r in json.load(sys.stdin)["runs"] if r["name"] == sys.argv[1]]
+assert len(runs) == 1, runs
+assert runs[0]["state"] == "Pending", runs[0]
+assert runs[0]["nodes"] == 3 or sys.argv[2] == "MPIJob", runs[0]
+' "$run" "$kind" || fail "$target: list does not show the run as Pending"
+  case "$kind" in
+    PyTorchJob|TFJob|MPIJob) done_type=Succeeded ;;
+    TrainJob) done_type=Complete ;;
+    JobSet) done_type=Completed ;;
+  esac
+  kubectl patch "$lower/$run" --subresource=status --type=merge -p \
+    '{"status":{"conditions":[{"type":"'"$done_type"'","status":"True","reason":"Done","message":"done","lastTransitionTime":"'"$(date -u +%Y-%m-%dT%H:%M:%SZ)"'"}]}}' >/dev/null ||
+    fail "$target: kubectl patch of the status failed"
+  expect_contains "$("$ktrain" list)" "Succeeded" "$target: list reads the operator's $done_type condition"
   # Again, the same run: nothing changes.
   before="$(kubectl get "$lower/$run" -o jsonpath='{.metadata.resourceVersion}')"
   "$ktrain" submit --run-id "$target" >/dev/null || fail "$target: submit again failed"

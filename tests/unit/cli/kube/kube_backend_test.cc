@@ -285,8 +285,18 @@ TEST_CASE(
     "kube backend: list pages through Jobs and Deployments with the managed-by selector, newest "
     "first") {
   Fixture f;
-  int served = 0, deployments = 0;
-  f.tr.handler = [&served, &deployments](const net::Request& r) {
+  int served = 0, deployments = 0, discovered = 0;
+  f.tr.handler = [&served, &deployments, &discovered](const net::Request& r) {
+    // Discovery: of the operators' APIs, this cluster serves the Training Operator's.
+    if (kube_test::path_of(r.url) == "/apis") {
+      ++discovered;
+      return kube_test::json_response(
+          200, {{"groups",
+                 json::array({{{"name", "kubeflow.org"},
+                               {"versions", json::array({{{"groupVersion", "kubeflow.org/v1"}}})}},
+                              {{"name", "batch"},
+                               {"versions", json::array({{{"groupVersion", "batch/v1"}}})}}})}});
+    }
     CHECK(kube_test::query_param(r.url, "labelSelector") ==
           "app.kubernetes.io%2Fmanaged-by%3Dktrain");
     CHECK(kube_test::query_param(r.url, "limit") == "250");
@@ -300,6 +310,30 @@ TEST_CASE(
                 {"spec", {{"replicas", 2}}},
                 {"status", {{"readyReplicas", 2}}}};
       return kube_test::json_response(200, {{"items", json::array({d})}});
+    }
+    if (kube_test::path_of(r.url) == "/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs") {
+      json replica = {
+          {"replicas", 1},
+          {"template",
+           {{"spec",
+             {{"containers",
+               json::array({{{"name", "pytorch"},
+                             {"resources", {{"limits", {{"nvidia.com/gpu", "8"}}}}}}})}}}}}};
+      json workers = replica;
+      workers["replicas"] = 3;
+      json pt = {{"metadata",
+                  {{"name", "pt"},
+                   {"namespace", "ml"},
+                   {"creationTimestamp", "2027-01-15T06:00:00Z"},
+                   {"labels", {{"ktrain.dev/run", "pt"}}}}},
+                 {"spec", {{"pytorchReplicaSpecs", {{"Master", replica}, {"Worker", workers}}}}},
+                 {"status",
+                  {{"conditions", json::array({{{"type", "Created"}, {"status", "True"}},
+                                               {{"type", "Running"}, {"status", "True"}}})}}}};
+      return kube_test::json_response(200, {{"items", json::array({pt})}});
+    }
+    if (kube_test::path_of(r.url).rfind("/apis/kubeflow.org/v1/", 0) == 0) {
+      return kube_test::json_response(200, {{"items", json::array()}});  // TFJobs, MPIJobs
     }
     CHECK(kube_test::path_of(r.url) == "/apis/batch/v1/namespaces/ml/jobs");
     const int page = served++;
@@ -319,7 +353,15 @@ TEST_CASE(
     return kube_test::json_response(200, list);
   };
   auto runs = f.kb.list({});
-  REQUIRE(runs.size() == 7);
+  REQUIRE(runs.size() == 8);
+  CHECK(discovered == 1);
+  // The PyTorchJob, oldest: from its own conditions and replicas.
+  CHECK(runs.back().name == "pt");
+  CHECK(runs.back().kind == "train");
+  CHECK(runs.back().nodes == 4);
+  CHECK(runs.back().gpus == 8);
+  CHECK(runs.back().state == backend::RunState::kRunning);
+  runs.pop_back();
   CHECK(runs.front().name == "web");  // the service, newest
   CHECK(runs.front().kind == "serve");
   CHECK(runs.front().nodes == 2);
@@ -333,12 +375,13 @@ TEST_CASE(
   served = 0;
   f.tr.handler = [&served](const net::Request& r) {
     const auto path = kube_test::path_of(r.url);
-    CHECK((path == "/apis/batch/v1/jobs" || path == "/apis/apps/v1/deployments"));
+    CHECK(
+        (path == "/apis/batch/v1/jobs" || path == "/apis/apps/v1/deployments" || path == "/apis"));
     ++served;
     return kube_test::json_response(200, {{"items", json::array()}});
   };
   CHECK(f.kb.list({.all_namespaces = true}).empty());
-  CHECK(served == 2);
+  CHECK(served == 3);  // Jobs, Deployments, and the discovery that finds no operator
 }
 
 TEST_CASE("kube backend: status of a service: its Deployment, only when ktrain made it") {
