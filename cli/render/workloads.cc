@@ -324,6 +324,30 @@ ordered_json params_annotation(const project::SweepPoint& point) {
   return params.dump();
 }
 
+void set_run_metadata(const RenderContext& ctx, ordered_json& obj, const std::string& run,
+                      const ordered_json& labels, const project::SweepPoint& point, bool queued) {
+  const auto& s = ctx.project.scheduling;
+  ordered_json l = labels;
+  // Kueue would admit (and unsuspend) a waiting run that names its queue: the queue
+  // label comes when the run is released (ktrain resume), from an annotation until then.
+  const bool kueue = s.gang != "volcano" && !s.queue.empty();
+  if (kueue && !queued) l[kLabelKueueQueue] = s.queue;
+  if (queued) l[kLabelQueued] = "true";
+  set_metadata(obj, ctx.project, run, l);
+  if (kueue && queued) obj["metadata"]["annotations"][kAnnotationQueue] = s.queue;
+  if (point.index >= 0)
+    obj["metadata"]["annotations"][kAnnotationParams] = params_annotation(point);
+}
+
+ordered_json gang_min_resources(const project::Train& t) {
+  ordered_json min = ordered_json::object();
+  if (!t.cpu.empty()) min["cpu"] = multiply_quantity(t.cpu, t.nodes);
+  if (!t.memory.empty()) min["memory"] = multiply_quantity(t.memory, t.nodes);
+  if (t.gpus > 0) min[gpu_resource(t.mig)] = std::to_string(t.gpus * t.nodes);
+  if (min.empty()) return nullptr;
+  return min;
+}
+
 ordered_json render_podgroup(const RenderContext& ctx, const std::string& run,
                              const ordered_json& labels) {
   const auto& p = ctx.project;
@@ -332,11 +356,7 @@ ordered_json render_podgroup(const RenderContext& ctx, const std::string& run,
   set_metadata(pg, p, run, labels);
   auto& spec = pg["spec"];
   spec["minMember"] = t.nodes;
-  ordered_json min = ordered_json::object();
-  if (!t.cpu.empty()) min["cpu"] = multiply_quantity(t.cpu, t.nodes);
-  if (!t.memory.empty()) min["memory"] = multiply_quantity(t.memory, t.nodes);
-  if (t.gpus > 0) min[gpu_resource(t.mig)] = std::to_string(t.gpus * t.nodes);
-  if (!min.empty()) spec["minResources"] = min;
+  if (auto min = gang_min_resources(t); !min.is_null()) spec["minResources"] = min;
   if (!p.scheduling.queue.empty()) spec["queue"] = p.scheduling.queue;
   if (!p.scheduling.priority.empty()) spec["priorityClassName"] = p.scheduling.priority;
   return pg;

@@ -101,6 +101,17 @@ nlohmann::ordered_json render_podgroup(const RenderContext& ctx, const std::stri
 /// Whether the run waits for a place (train.sweep.parallel): created suspended.
 bool is_queued(const RenderContext& ctx, const std::string& run, const project::SweepPoint& point);
 
+/// Names a run's workload (Job, JobSet, PyTorchJob, ...) `run` with `labels`, Kueue's
+/// queue label unless it waits (`queued`: then ktrain's queued label, and the queue in
+/// an annotation until it is released), and a sweep's parameters as an annotation.
+void set_run_metadata(const RenderContext& ctx, nlohmann::ordered_json& obj, const std::string& run,
+                      const nlohmann::ordered_json& labels, const project::SweepPoint& point,
+                      bool queued);
+
+/// The resources of a whole run (cpu, memory, GPUs times the nodes) that gang
+/// scheduling waits for; null when the project asks for none.
+nlohmann::ordered_json gang_min_resources(const project::Train& t);
+
 /// A sweep run's combination, as the JSON text of kAnnotationParams.
 nlohmann::ordered_json params_annotation(const project::SweepPoint& point);
 

@@ -25,24 +25,11 @@ ordered_json headless_service(const detail::RenderContext& ctx, const std::strin
 
 ordered_json job(const detail::RenderContext& ctx, const std::string& run,
                  const ordered_json& labels, const project::SweepPoint& point) {
-  const auto& p = ctx.project;
-  const auto& t = *p.train;
-  const auto& s = p.scheduling;
-  const bool volcano = s.gang == "volcano";
-
+  const auto& t = *ctx.project.train;
   ordered_json job = ctx.load("job.yaml");
-  ordered_json job_labels = labels;
   // Beyond train.sweep.parallel, a run waits: suspended, marked queued.
   const bool queued = detail::is_queued(ctx, run, point);
-  // Kueue would admit (and unsuspend) a waiting Job that names its queue: the queue
-  // label comes when the run is released (ktrain resume), from an annotation until then.
-  const bool kueue = !volcano && !s.queue.empty();
-  if (kueue && !queued) job_labels[kLabelKueueQueue] = s.queue;
-  if (queued) job_labels[kLabelQueued] = "true";
-  detail::set_metadata(job, p, run, job_labels);
-  if (kueue && queued) job["metadata"]["annotations"][kAnnotationQueue] = s.queue;
-  if (point.index >= 0)
-    job["metadata"]["annotations"][kAnnotationParams] = detail::params_annotation(point);
+  detail::set_run_metadata(ctx, job, run, labels, point, queued);
 
   auto& spec = job["spec"];
   spec["completionMode"] = "Indexed";

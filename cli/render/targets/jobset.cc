@@ -17,23 +17,14 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
                                  const std::string& sweep, const project::SweepPoint& point) {
   const auto& p = ctx.project;
   const auto& t = *p.train;
-  const auto& s = p.scheduling;
-  const bool volcano = s.gang == "volcano";
+  const bool volcano = p.scheduling.gang == "volcano";
   const ordered_json labels = detail::common_labels(p, run, sweep);
   std::vector<ordered_json> out;
   if (volcano) out.push_back(detail::render_podgroup(ctx, run, labels));
 
   ordered_json js = ctx.load("jobset.yaml");
-  ordered_json js_labels = labels;
   const bool queued = detail::is_queued(ctx, run, point);
-  const bool kueue = !volcano && !s.queue.empty();
-  if (kueue && !queued) js_labels[kLabelKueueQueue] = s.queue;
-  if (queued) js_labels[kLabelQueued] = "true";
-  detail::set_metadata(js, p, run, js_labels);
-  if (kueue && queued) js["metadata"]["annotations"][kAnnotationQueue] = s.queue;
-  if (point.index >= 0) {
-    js["metadata"]["annotations"][kAnnotationParams] = detail::params_annotation(point);
-  }
+  detail::set_run_metadata(ctx, js, run, labels, point, queued);
   auto& spec = js["spec"];
   if (queued) spec["suspend"] = true;
   if (t.ttl_s) spec["ttlSecondsAfterFinished"] = *t.ttl_s;

@@ -4,11 +4,14 @@ namespace ktrain::render::targets {
 
 using nlohmann::ordered_json;
 
-/// The Training Operator's runPolicy: retries, deadline, TTL, gang scheduling.
-ordered_json kubeflow_run_policy(const detail::RenderContext& ctx, bool queued) {
+KubeflowJob kubeflow_job(const detail::RenderContext& ctx, const char* file, const std::string& run,
+                         const std::string& sweep, const project::SweepPoint& point) {
   const auto& p = ctx.project;
   const auto& t = *p.train;
   const auto& s = p.scheduling;
+  KubeflowJob out{ctx.load(file), detail::common_labels(p, run, sweep)};
+  const bool queued = detail::is_queued(ctx, run, point);
+  detail::set_run_metadata(ctx, out.object, run, out.labels, point, queued);
   ordered_json rp = {{"cleanPodPolicy", "None"}, {"backoffLimit", t.restarts}};
   if (t.deadline_s) rp["activeDeadlineSeconds"] = *t.deadline_s;
   if (t.ttl_s) rp["ttlSecondsAfterFinished"] = *t.ttl_s;
@@ -18,30 +21,11 @@ ordered_json kubeflow_run_policy(const detail::RenderContext& ctx, bool queued) 
     ordered_json sp = {{"minAvailable", t.nodes}};
     if (!s.queue.empty()) sp["queue"] = s.queue;
     if (!s.priority.empty()) sp["priorityClass"] = s.priority;
-    ordered_json min = ordered_json::object();
-    if (!t.cpu.empty()) min["cpu"] = multiply_quantity(t.cpu, t.nodes);
-    if (!t.memory.empty()) min["memory"] = multiply_quantity(t.memory, t.nodes);
-    if (t.gpus > 0) min[detail::gpu_resource_name(t.mig)] = std::to_string(t.gpus * t.nodes);
-    if (!min.empty()) sp["minResources"] = min;
+    if (auto min = detail::gang_min_resources(t); !min.is_null()) sp["minResources"] = min;
     rp["schedulingPolicy"] = sp;
   }
-  return rp;
-}
-
-/// The metadata of an operator's object: labels (Kueue's queue unless queued),
-/// annotations (a sweep's parameters, a waiting run's queue).
-void kubeflow_metadata(const detail::RenderContext& ctx, ordered_json& obj, const std::string& run,
-                       const ordered_json& labels, const project::SweepPoint& point, bool queued) {
-  const auto& s = ctx.project.scheduling;
-  ordered_json l = labels;
-  const bool kueue = s.gang != "volcano" && !s.queue.empty();
-  if (kueue && !queued) l[kLabelKueueQueue] = s.queue;
-  if (queued) l[kLabelQueued] = "true";
-  detail::set_metadata(obj, ctx.project, run, l);
-  if (kueue && queued) obj["metadata"]["annotations"][kAnnotationQueue] = s.queue;
-  if (point.index >= 0) {
-    obj["metadata"]["annotations"][kAnnotationParams] = detail::params_annotation(point);
-  }
+  out.object["spec"]["runPolicy"] = std::move(rp);
+  return out;
 }
 
 /// A replica spec: count, restart policy and pod template.

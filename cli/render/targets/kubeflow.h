@@ -14,15 +14,18 @@ namespace ktrain::render::targets {
 inline constexpr const char* kKubeflowReplicaIndex =
     "metadata.labels['training.kubeflow.org/replica-index']";
 
-/// runPolicy: retries (backoffLimit), deadline, TTL, suspend for a waiting run, and with
-/// scheduling.gang volcano the schedulingPolicy from which the operator makes a PodGroup.
-nlohmann::ordered_json kubeflow_run_policy(const detail::RenderContext& ctx, bool queued);
+/// An operator's object and the labels of its run.
+struct KubeflowJob {
+  nlohmann::ordered_json object;
+  nlohmann::ordered_json labels;
+};
 
-/// Names the object `run` and sets its labels (Kueue's queue unless queued) and
-/// annotations (a sweep's parameters, a waiting run's queue).
-void kubeflow_metadata(const detail::RenderContext& ctx, nlohmann::ordered_json& obj,
-                       const std::string& run, const nlohmann::ordered_json& labels,
-                       const project::SweepPoint& point, bool queued);
+/// The object of skeleton `file` (pytorchjob.yaml, ...) for run `run`: named, labelled
+/// and annotated as every run's workload, with its runPolicy: retries (backoffLimit),
+/// deadline, TTL, suspend for a waiting run, and with scheduling.gang volcano the
+/// schedulingPolicy from which the operator makes a PodGroup.
+KubeflowJob kubeflow_job(const detail::RenderContext& ctx, const char* file, const std::string& run,
+                         const std::string& sweep, const project::SweepPoint& point);
 
 /// A replica spec: count, restartPolicy Never (retries are runPolicy's), pod template.
 nlohmann::ordered_json kubeflow_replica(int replicas, nlohmann::ordered_json pod_template);

@@ -19,16 +19,12 @@ using nlohmann::ordered_json;
 std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::string& run,
                                  const std::string& sweep, const project::SweepPoint& point) {
   const auto& t = *ctx.project.train;
-  const ordered_json labels = detail::common_labels(ctx.project, run, sweep);
-  const bool queued = detail::is_queued(ctx, run, point);
-  ordered_json job = ctx.load("mpijob.yaml");
-  kubeflow_metadata(ctx, job, run, labels, point, queued);
+  auto [job, labels] = kubeflow_job(ctx, "mpijob.yaml", run, sweep, point);
 
   auto& spec = job["spec"];
   spec["slotsPerWorker"] = t.processes_per_node > 0 ? t.processes_per_node
                            : t.gpus > 0             ? t.gpus
                                                     : 1;
-  spec["runPolicy"] = kubeflow_run_policy(ctx, queued);
   detail::TrainPodWiring launcher;
   launcher.container = "mpi";
   launcher.launched = false;

@@ -19,17 +19,13 @@ using nlohmann::ordered_json;
 std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::string& run,
                                  const std::string& sweep, const project::SweepPoint& point) {
   const auto& t = *ctx.project.train;
-  const ordered_json labels = detail::common_labels(ctx.project, run, sweep);
-  const bool queued = detail::is_queued(ctx, run, point);
-  ordered_json job = ctx.load("pytorchjob.yaml");
-  kubeflow_metadata(ctx, job, run, labels, point, queued);
+  auto [job, labels] = kubeflow_job(ctx, "pytorchjob.yaml", run, sweep, point);
 
   detail::TrainPodWiring w;
   w.container = "pytorch";  // the operator sets its variables in the container of this name
   w.master_addr = run + "-master-0";
   w.volcano_annotation = false;  // the operator names its own PodGroup
   auto& spec = job["spec"];
-  spec["runPolicy"] = kubeflow_run_policy(ctx, queued);
   auto& replicas = spec["pytorchReplicaSpecs"];
   replicas = ordered_json::object();
   w.rank_env = ordered_json::array({detail::env_literal("KTRAIN_NODE_RANK", "0")});

@@ -18,10 +18,7 @@ using nlohmann::ordered_json;
 std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::string& run,
                                  const std::string& sweep, const project::SweepPoint& point) {
   const auto& t = *ctx.project.train;
-  const ordered_json labels = detail::common_labels(ctx.project, run, sweep);
-  const bool queued = detail::is_queued(ctx, run, point);
-  ordered_json job = ctx.load("tfjob.yaml");
-  kubeflow_metadata(ctx, job, run, labels, point, queued);
+  auto [job, labels] = kubeflow_job(ctx, "tfjob.yaml", run, sweep, point);
 
   detail::TrainPodWiring w;
   w.container = "tensorflow";  // the operator sets TF_CONFIG in the container of this name
@@ -30,7 +27,6 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
   w.rank_env =
       ordered_json::array({detail::env_from_field("KTRAIN_NODE_RANK", kKubeflowReplicaIndex)});
   auto& spec = job["spec"];
-  spec["runPolicy"] = kubeflow_run_policy(ctx, queued);
   spec["tfReplicaSpecs"] = {{"Worker", kubeflow_replica(t.nodes, detail::train_pod_template(
                                                                      ctx, run, labels, point, w))}};
   return {std::move(job)};

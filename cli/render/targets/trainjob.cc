@@ -37,18 +37,9 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
   }
   const ordered_json labels = detail::common_labels(p, run, sweep);
   const bool queued = detail::is_queued(ctx, run, point);
-  const auto& s = p.scheduling;
 
   ordered_json tj = ctx.load("trainjob.yaml");
-  ordered_json tj_labels = labels;
-  const bool kueue = !s.queue.empty();
-  if (kueue && !queued) tj_labels[kLabelKueueQueue] = s.queue;
-  if (queued) tj_labels[kLabelQueued] = "true";
-  detail::set_metadata(tj, p, run, tj_labels);
-  if (kueue && queued) tj["metadata"]["annotations"][kAnnotationQueue] = s.queue;
-  if (point.index >= 0) {
-    tj["metadata"]["annotations"][kAnnotationParams] = detail::params_annotation(point);
-  }
+  detail::set_run_metadata(ctx, tj, run, labels, point, queued);
   auto& spec = tj["spec"];
   if (queued) spec["suspend"] = true;
   if (t.deadline_s) spec["activeDeadlineSeconds"] = *t.deadline_s;
