@@ -140,6 +140,15 @@ assert runs[0]["nodes"] == 3 or sys.argv[2] == "MPIJob", runs[0]
   echo "ok   $target: submit, dry run, again, delete ($kind)"
 }
 
+# --follow and --wait follow Jobs only, so far: refused before anything is sent.
+project pytorchjob pytorch
+set +e
+out="$("$ktrain" submit --run-id follow --follow 2>&1)"; rc=$?
+set -e
+expect_eq "$rc" 2 "submit --follow of a PyTorchJob is refused"
+expect_contains "$out" "--follow: train.target pytorchjob:" "the refusal names the flag and target"
+! kubectl get pytorchjob/tgt-follow >/dev/null 2>&1 || fail "submit --follow sent the PyTorchJob"
+
 check_target pytorchjob PyTorchJob pytorch yes
 check_target tfjob TFJob tensorflow yes
 check_target mpijob MPIJob none no
