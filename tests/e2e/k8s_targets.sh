@@ -190,6 +190,9 @@ check_serve lws LeaderWorkerSet \
 # A user whose Role predates the targets (the kinds ktrain rendered before them) still
 # deletes a plain run: the operators' kinds they may not list are none of theirs.
 project job pytorch
+# More GPUs than the node has: the pods stay Pending, so that no launcher takes the
+# rendezvous ports that k8s_follow and local_backend use at the same time.
+sed -i 's/^  gpus: 2$/  gpus: 16/' ktrain.yaml
 "$ktrain" submit --run-id plain >/dev/null
 kubectl apply -f - >/dev/null <<'YAML'
 apiVersion: rbac.authorization.k8s.io/v1
