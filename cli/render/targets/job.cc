@@ -63,8 +63,7 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
 
 }  // namespace
 
-extern const TrainTarget kJob = {
-    "job", {"batch/v1", "Job", "jobs", "", ""}, "train", "batch.kubernetes.io/job-name", true, "-",
-    render};
+extern const TrainTarget kJob = {"job", {"batch/v1", "Job", "jobs", "", ""}, "train", true, "-",
+                                 render};
 
 }  // namespace ktrain::render::targets

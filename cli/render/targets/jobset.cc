@@ -60,7 +60,6 @@ extern const TrainTarget kJobSet = {
      "install JobSet: kubectl apply --server-side -f "
      "https://github.com/kubernetes-sigs/jobset/releases/latest/download/manifests.yaml"},
     "train",
-    "jobset.sigs.k8s.io/jobset-name",
     true,
     "-node-0-",
     render};

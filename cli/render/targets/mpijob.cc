@@ -50,7 +50,6 @@ extern const TrainTarget kMPIJob = {
      "install the Kubeflow Training Operator: kubectl apply --server-side -k "
      "\"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.2\""},
     "mpi",
-    "training.kubeflow.org/job-name",
     false,
     "-worker-",
     render};

@@ -48,7 +48,6 @@ extern const TrainTarget kPyTorchJob = {
      "install the Kubeflow Training Operator: kubectl apply --server-side -k "
      "\"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.2\""},
     "pytorch",
-    "training.kubeflow.org/job-name",
     true,
     "-worker-",
     render};

@@ -30,9 +30,6 @@ struct TrainTarget {
   Api api;
   /// The container whose exit code and logs are the run's.
   const char* container;
-  /// The label that the operator (or the Job controller) puts on a run's pods and whose
-  /// value is the run's name ("" = only ktrain's own ktrain.dev/run).
-  const char* pod_label;
   /// Its pods run ktrain-launch's rendezvous, which needs the run's Secret.
   bool rendezvous;
   /// A pod's host name is <run><host_infix><index> ("-", "-node-0-", "-worker-"): with

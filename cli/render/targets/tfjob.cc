@@ -40,7 +40,6 @@ extern const TrainTarget kTFJob = {
      "install the Kubeflow Training Operator: kubectl apply --server-side -k "
      "\"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.2\""},
     "tensorflow",
-    "training.kubeflow.org/job-name",
     true,
     "-worker-",
     render};

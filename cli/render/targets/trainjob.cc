@@ -106,7 +106,6 @@ extern const TrainTarget kTrainJob = {
      "install Kubeflow Trainer and its runtimes: kubectl apply --server-side -k "
      "\"https://github.com/kubeflow/trainer.git/manifests/overlays/manager?ref=master\""},
     kNode,
-    "trainer.kubeflow.org/trainjob-name",
     true,
     "-node-0-",
     render};

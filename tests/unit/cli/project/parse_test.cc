@@ -2,10 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include "parse_test_util.h"
+
 #include <string>
 #include <vector>
 
 using namespace ktrain::project;
+using namespace ktrain::project::testing;
 
 namespace {
 
@@ -82,32 +85,6 @@ patches:
 
 const char* const kMinimal =
     "name: hello\nimage: python:3.12\ntrain:\n  command: [python, train.py]\n";
-
-Project parse(const std::string& text, const std::vector<std::string>& sets = {}) {
-  return parse_project(text, "ktrain.yaml", "/work/proj", sets);
-}
-
-/// The formatted problems of `text`; empty when it is valid.
-std::vector<std::string> problems(const std::string& text,
-                                  const std::vector<std::string>& sets = {}) {
-  try {
-    parse(text, sets);
-  } catch (const ProjectError& e) {
-    std::vector<std::string> out;
-    for (const auto& p : e.problems()) out.push_back(p.format());
-    return out;
-  }
-  return {};
-}
-
-/// The single problem of `text`, or a note when there are none or several.
-std::string problem(const std::string& text, const std::vector<std::string>& sets = {}) {
-  auto all = problems(text, sets);
-  if (all.size() == 1) return all[0];
-  std::string out = std::to_string(all.size()) + " problems:";
-  for (const auto& p : all) out += "\n" + p;
-  return out;
-}
 
 /// kMinimal with `extra` appended under train (indented by the caller).
 std::string with_train(const std::string& extra) {

@@ -5,38 +5,17 @@
 
 #include <doctest/doctest.h>
 
+#include "parse_test_util.h"
+
 #include <string>
 #include <vector>
 
 #include "project/parse.h"
 
 using namespace ktrain::project;
+using namespace ktrain::project::testing;
 
 namespace {
-
-Project parse(const std::string& text, const std::vector<std::string>& sets = {}) {
-  return parse_project(text, "ktrain.yaml", "/work/proj", sets);
-}
-
-std::vector<std::string> problems(const std::string& text,
-                                  const std::vector<std::string>& sets = {}) {
-  try {
-    parse(text, sets);
-  } catch (const ProjectError& e) {
-    std::vector<std::string> out;
-    for (const auto& p : e.problems()) out.push_back(p.format());
-    return out;
-  }
-  return {};
-}
-
-std::string problem(const std::string& text, const std::vector<std::string>& sets = {}) {
-  auto all = problems(text, sets);
-  if (all.size() == 1) return all[0];
-  std::string out = std::to_string(all.size()) + " problems:";
-  for (const auto& p : all) out += "\n" + p;
-  return out;
-}
 
 const char* const kTrain = "name: demo\nimage: a/b:v1\ntrain:\n  command: [python, train.py]\n";
 const char* const kServe = "name: api\nimage: a/b:v1\nserve:\n";
