@@ -140,6 +140,11 @@ void feed_all(PreparedFeed& feed, std::vector<KubeBackend::PreparedObject>& obje
 
 }  // namespace
 
+/// Whether objects of `kind` are a service's (ktrain serve), not a run's.
+static bool is_service_kind(const std::string& kind) {
+  return kind == "Deployment" || kind == "InferenceService" || kind == "LeaderWorkerSet";
+}
+
 Error run_not_found(const std::string& run, const std::string& ns) {
   return Error("run \"" + run + "\" not found in namespace \"" + ns +
                "\" (see 'ktrain list', or pass -n NAMESPACE)");
@@ -832,23 +837,48 @@ void KubeBackend::watch_list(const ListFilter& filter,
   if (error) throw *error;
 }
 
+std::optional<KubeBackend::RunObject> KubeBackend::find_run(const std::string& ns,
+                                                            const std::string& run) {
+  // In the order of preference: a run's Job, an operator's object, a service's Deployment.
+  std::vector<kube::ResourceType> types{kube::resource_type("batch/v1", "Job")};
+  for (size_t i = kFirstOperatorKind; i < std::size(kOwnedKinds); ++i) {
+    types.push_back(kube::resource_type(kOwnedKinds[i].api_version, kOwnedKinds[i].kind));
+  }
+  types.push_back(kube::resource_type("apps/v1", "Deployment"));
+  std::vector<net::Request> reqs;
+  for (const auto& t : types) reqs.push_back(client_.request("GET", kube::object_path(t, ns, run)));
+  auto resps = client_.send_all(reqs);
+  for (size_t i = 0; i < resps.size(); ++i) {
+    const auto& r = resps[i];
+    const bool optional = i > 0 && i + 1 < resps.size();
+    if (r.failure == net::TransportFailure::kNone &&
+        (r.status == 404 || (optional && r.status == 403))) {
+      continue;
+    }
+    client_.check(reqs[i], r);
+    json obj = json::parse(r.body, nullptr, false);
+    if (!obj.is_object()) continue;
+    // A Deployment that ktrain did not make is not a run of ours; an operator's object
+    // is, when it carries the run's label.
+    if (i > 0 && !kube::managed_by_ktrain(obj)) continue;
+    obj["kind"] = types[i].kind;
+    return RunObject{types[i], std::move(obj)};
+  }
+  return std::nullopt;
+}
+
 RunStatus KubeBackend::status(const std::string& run) {
   const std::string ns = client_.default_namespace();
-  const auto job_type = kube::resource_type("batch/v1", "Job");
-  auto job = client_.get_if_exists(kube::object_path(job_type, ns, run));
-  std::optional<json> service;  // without a Job: a service's Deployment, when ktrain made it
-  if (!job) {
-    service = client_.get_if_exists(
-        kube::object_path(kube::resource_type("apps/v1", "Deployment"), ns, run));
-    if (!service || !kube::managed_by_ktrain(*service)) throw run_not_found(run, ns);
-  }
+  auto found = find_run(ns, run);
+  if (!found) throw run_not_found(run, ns);
   std::vector<json> pods;
   kube::ListOptions lo;
   lo.label_selector = std::string(kube::kLabelRun) + "=" + run;
   lo.drop_keys = {"managedFields", "env", "envFrom", "volumeMounts", "volumes"};
   client_.list(kube::collection_path(kube::resource_type("v1", "Pod"), ns), lo,
                [&pods](json& p) { pods.push_back(std::move(p)); });
-  return service ? kube::describe_service(*service, pods) : describe(ns, run, *job, pods);
+  if (is_service_kind(found->type.kind)) return kube::describe_service(found->object, pods);
+  return describe(ns, run, found->object, pods);
 }
 
 namespace {
@@ -966,6 +996,10 @@ RunStatus KubeBackend::describe(const std::string& ns, const std::string& run, c
   // Only the events about the Job and its pods are used; the field selector narrows the
   // list on servers that support it and describe_run filters again.
   std::set<std::string> names{run};
+  // The one Job of a JobSet's (a TrainJob's JobSet's) replicated job "node".
+  if (const std::string kind = job.value("kind", ""); kind == "JobSet" || kind == "TrainJob") {
+    names.insert(run + "-node-0");
+  }
   for (const auto& p : pods) names.insert(p["metadata"].value("name", ""));
   kube::ListOptions eo;
   eo.limit = 500;
@@ -1002,7 +1036,10 @@ RunStatus KubeBackend::describe(const std::string& ns, const std::string& run, c
 void KubeBackend::logs(const std::string& run, const LogOptions& opts, const LogSink& sink) {
   const std::string ns = client_.default_namespace();
   if (opts.follow && !opts.previous) {
-    follow_kube_logs(client_, env_, ns, run, opts, sink);
+    // What to watch for the run's end: its Job, or its operator's object.
+    auto found = find_run(ns, run);
+    if (!found) throw run_not_found(run, ns);
+    follow_kube_logs(client_, env_, ns, run, found->type, opts, sink);
     return;
   }
   const auto pod_type = kube::resource_type("v1", "Pod");
@@ -1020,10 +1057,7 @@ void KubeBackend::logs(const std::string& run, const LogOptions& opts, const Log
     }
   });
   if (newest.empty()) {
-    if (!client_.get_if_exists(
-            kube::object_path(kube::resource_type("batch/v1", "Job"), ns, run))) {
-      throw run_not_found(run, ns);
-    }
+    if (!find_run(ns, run)) throw run_not_found(run, ns);
     return;  // no pod yet
   }
   if (opts.node && !newest.count(*opts.node)) {
@@ -1032,8 +1066,7 @@ void KubeBackend::logs(const std::string& run, const LogOptions& opts, const Log
                      ")");
   }
 
-  kube::Query base{{"container", opts.container.empty() ? kube::kTrainContainer : opts.container},
-                   {"timestamps", "true"}};
+  kube::Query base{{"timestamps", "true"}};
   if (opts.tail) base.emplace_back("tailLines", std::to_string(*opts.tail));
   if (opts.since) base.emplace_back("sinceTime", format_rfc3339(*opts.since));
   if (opts.previous) base.emplace_back("previous", "true");
@@ -1068,8 +1101,12 @@ void KubeBackend::logs(const std::string& run, const LogOptions& opts, const Log
     std::vector<net::Request> reqs;
     for (int idx : nodes) {
       const auto& pod = newest[idx];
+      // The container: --container, else the pod's own (an operator's names it).
+      kube::Query query = base;
+      query.emplace_back("container",
+                         opts.container.empty() ? kube::log_container(pod) : opts.container);
       auto req = client_.request(
-          "GET", kube::object_path(pod_type, ns, pod["metadata"].value("name", ""), "log"), base);
+          "GET", kube::object_path(pod_type, ns, pod["metadata"].value("name", ""), "log"), query);
       req.headers = {{"Accept", "*/*"}};
       reqs.push_back(std::move(req));
     }
@@ -1227,6 +1264,12 @@ bool KubeBackend::resume(const std::string& run) {
 void KubeBackend::watch_status(const std::string& run, const StatusCallback& on_change,
                                const std::function<bool()>& cancelled) {
   const std::string ns = client_.default_namespace();
+  // The object to watch beside the pods: the run's Job, its operator's object, or a
+  // service's Deployment.
+  const auto found = find_run(ns, run);
+  if (!found) throw run_not_found(run, ns);
+  const kube::ResourceType workload = found->type;
+  const bool service = is_service_kind(workload.kind);
   std::mutex mu;
   std::condition_variable cv;
   std::map<std::string, json> pods;  // by uid
@@ -1295,7 +1338,7 @@ void KubeBackend::watch_status(const std::string& run, const StatusCallback& on_
   };
 
   const std::string pods_path = kube::collection_path(kube::resource_type("v1", "Pod"), ns);
-  const std::string jobs_path = kube::collection_path(kube::resource_type("batch/v1", "Job"), ns);
+  const std::string jobs_path = kube::collection_path(workload, ns);
   std::thread pod_thread(
       [&] { guard([&] { kube::list_watch(client_, env_, pods_path, pod_watch, pod_handlers); }); });
   std::thread job_thread(
@@ -1318,12 +1361,14 @@ void KubeBackend::watch_status(const std::string& run, const StatusCallback& on_
         throw run_not_found(run, ns);
       }
       seen_job = true;
-      const json job_now = *job;
+      json job_now = *job;
+      job_now["kind"] = workload.kind;  // (a list's items may leave it out)
       std::vector<json> pods_now;
       pods_now.reserve(pods.size());
       for (const auto& [uid, p] : pods) pods_now.push_back(p);
       lk.unlock();
-      RunStatus st = describe(ns, run, job_now, pods_now);
+      RunStatus st = service ? kube::describe_service(job_now, pods_now)
+                             : describe(ns, run, job_now, pods_now);
       std::string fp = status_fingerprint(st);
       const bool ended =
           st.summary.state == RunState::kSucceeded || st.summary.state == RunState::kFailed;

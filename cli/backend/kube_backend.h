@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,17 @@ class KubeBackend : public Backend {
     bool serve = false;
   };
   std::vector<OperatorKind> served_operator_kinds();
+
+  /// The object that a run or service named `run` is: its Job, its operator's object
+  /// (PyTorchJob, JobSet, InferenceService, ...) or its Deployment (one ktrain made),
+  /// with its resource type; nullopt when there is none. One round trip: the kinds are
+  /// asked for at once, and those the cluster lacks (404) or the user may not read
+  /// (403) are passed over.
+  struct RunObject {
+    kube::ResourceType type;
+    nlohmann::json object;  ///< with its kind set
+  };
+  std::optional<RunObject> find_run(const std::string& ns, const std::string& run);
 
   /// The namespace requests go to: -n, else the project's, else the context's.
   std::string namespace_for(const project::Project& project) const;

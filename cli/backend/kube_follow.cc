@@ -105,6 +105,7 @@ struct PodView {
   std::string created;     ///< creationTimestamp (RFC 3339, seconds: sorts as text)
   std::uint64_t seen = 0;  ///< order of first sight: ties within a second (watch order)
   int index = -1;
+  std::string container;  ///< whose log is followed
   std::string phase;
   ContainerState state = ContainerState::kNone;
   bool deleted = false;
@@ -183,19 +184,18 @@ std::pair<std::string, std::string> blocked_start(const json& pod, const std::st
 class Follower {
  public:
   Follower(kube::Client& client, const Env& env, const std::string& ns, const std::string& run,
-           const LogOptions& opts, const LogSink& sink)
+           const kube::ResourceType& workload, const LogOptions& opts, const LogSink& sink)
       : client_(client),
         env_(env),
         ns_(ns),
         run_(run),
+        workload_(workload),
         opts_(opts),
         sink_(sink),
-        container_(opts.container.empty() ? kube::kTrainContainer : opts.container),
         rank_prefix_(opts.rank ? "[rank " + std::to_string(*opts.rank) + "]" : std::string()) {}
 
   void run() {
     const auto pod_type = kube::resource_type("v1", "Pod");
-    const auto job_type = kube::resource_type("batch/v1", "Job");
     auto stopped = [this] { return stop_.load(); };
 
     kube::WatchOptions pod_watch;
@@ -239,7 +239,7 @@ class Follower {
       }
       cv_.notify_all();
     };
-    const std::string jobs_path = kube::collection_path(job_type, ns_);
+    const std::string jobs_path = kube::collection_path(workload_, ns_);
     watchers_.emplace_back([=, this] {
       guard([&] { kube::list_watch(client_, env_, jobs_path, job_watch, job_handlers); });
     });
@@ -365,15 +365,21 @@ class Follower {
     if (auto st = pod.find("status"); st != pod.end() && st->is_object()) {
       pv.phase = st->value("phase", "");
     }
-    const auto cs = container_state(pod, container_);
+    if (pv.container.empty()) {
+      pv.container = opts_.container.empty() ? kube::log_container(pod) : opts_.container;
+    }
+    const auto cs = container_state(pod, pv.container);
     if (cs != ContainerState::kNone) pv.state = cs;
-    std::tie(pv.blocked, pv.blocked_key) = blocked_start(pod, container_);
+    std::tie(pv.blocked, pv.blocked_key) = blocked_start(pod, pv.container);
     if (deleted) pv.deleted = true;
   }
 
-  void update_job(const json& job) {
+  void update_job(json& job) {
     job_seen_ = true;
-    const auto state = kube::summarize_job(job).state;
+    if (workload_.kind == "Deployment") return;  // a service: it runs until deleted
+    job["kind"] = workload_.kind;                // (a list's items may leave it out)
+    const auto state = workload_.kind == "Job" ? kube::summarize_job(job).state
+                                               : kube::summarize_operator(job).state;
     job_done_ = state == RunState::kSucceeded || state == RunState::kFailed;
   }
 
@@ -426,6 +432,7 @@ class Follower {
       st.index = pv->index;
       st.uid = uid;
       st.name = pv->name;
+      st.container = pv->container;
       const auto pod_type = kube::resource_type("v1", "Pod");
       st.log_path = kube::object_path(pod_type, ns_, st.name, "log");
       st.pod_path = kube::object_path(pod_type, ns_, st.name);
@@ -487,6 +494,7 @@ class Follower {
     int index = -1;
     std::string uid;
     std::string name;
+    std::string container;
     std::string log_path;
     std::string pod_path;
     Phase phase = Phase::kWaitStart;
@@ -761,7 +769,7 @@ class Follower {
       const std::string phase =
           status && status->is_object() ? status->value("phase", "") : std::string();
       if ((phase == "Succeeded" || phase == "Failed") &&
-          container_state(*pod, container_) != ContainerState::kTerminated) {
+          container_state(*pod, st.container) != ContainerState::kTerminated) {
         return;  // ended without its container ever running: no log
       }
       st.phase = Phase::kSleeping;
@@ -773,7 +781,7 @@ class Follower {
       return;
     }
     update_pod(*pod, false);
-    if (container_state(*pod, container_) == ContainerState::kTerminated) {
+    if (container_state(*pod, st.container) == ContainerState::kTerminated) {
       last_line(st);
       return;
     }
@@ -820,7 +828,7 @@ class Follower {
   /// Starts the request of a stream in kStreaming (mu_ not held): from the last line
   /// seen, or as the options say the first time.
   void begin_request(Stream& s) {
-    kube::Query q{{"container", container_}, {"timestamps", "true"}, {"follow", "true"}};
+    kube::Query q{{"container", s.container}, {"timestamps", "true"}, {"follow", "true"}};
     if (s.dedup.has_last()) {
       // The server takes whole seconds: the overlap is dropped by `dedup`.
       const std::int64_t second = s.dedup.last() - s.dedup.last() % 1'000'000'000;
@@ -885,9 +893,9 @@ class Follower {
   const Env& env_;
   const std::string ns_;
   const std::string run_;
+  const kube::ResourceType workload_;  ///< the run's Job, or its operator's object
   const LogOptions& opts_;
   const LogSink& sink_;
-  const std::string container_;
   const std::string rank_prefix_;
 
   std::mutex mu_;  // everything below except stop_, the threads and sink_mu_
@@ -915,8 +923,9 @@ class Follower {
 }  // namespace
 
 void follow_kube_logs(kube::Client& client, const Env& env, const std::string& ns,
-                      const std::string& run, const LogOptions& opts, const LogSink& sink) {
-  Follower(client, env, ns, run, opts, sink).run();
+                      const std::string& run, const kube::ResourceType& workload,
+                      const LogOptions& opts, const LogSink& sink) {
+  Follower(client, env, ns, run, workload, opts, sink).run();
 }
 
 }  // namespace ktrain::backend

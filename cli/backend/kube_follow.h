@@ -56,12 +56,14 @@ class LineDedup {
 };
 
 /// Follows the logs of every pod of `run` in namespace `ns` until the run ends (its
-/// Job completes or fails and every stream has ended), `opts.cancelled` says stop, or
+/// `workload`, the Job or the operator's object of that name, completes or fails and
+/// every stream has ended; a Deployment's service does not end), `opts.cancelled` says stop, or
 /// `sink` returns false. Lines go to `sink` one at a time, whole, in order within each
 /// pod; notices (restarts, deleted pods) go there too with LogLine::notice set.
 /// Throws Error when the run does not exist, for API errors (401, 403), and (exit 3)
 /// when the API server stays unreachable.
 void follow_kube_logs(kube::Client& client, const Env& env, const std::string& ns,
-                      const std::string& run, const LogOptions& opts, const LogSink& sink);
+                      const std::string& run, const kube::ResourceType& workload,
+                      const LogOptions& opts, const LogSink& sink);
 
 }  // namespace ktrain::backend

@@ -64,11 +64,12 @@ bool condition_true(const json& obj, const char* type, json* found = nullptr) {
   return false;
 }
 
-const json* train_container_spec(const json& pod_spec) {
+/// The training container of a pod spec: the one named `name`, else the first.
+const json* train_container_spec(const json& pod_spec, const std::string& name = kTrainContainer) {
   const auto& cs = at_path(pod_spec, {"containers"});
   if (!cs.is_array() || cs.empty()) return nullptr;
   for (const auto& c : cs) {
-    if (c.value("name", "") == kTrainContainer) return &c;
+    if (c.value("name", "") == name) return &c;
   }
   return &cs[0];
 }
@@ -76,8 +77,9 @@ const json* train_container_spec(const json& pod_spec) {
 const json* train_container_status(const json& pod) {
   const auto& cs = at_path(pod, {"status", "containerStatuses"});
   if (!cs.is_array() || cs.empty()) return nullptr;
+  const std::string name = log_container(pod);
   for (const auto& c : cs) {
-    if (c.value("name", "") == kTrainContainer) return &c;
+    if (c.value("name", "") == name) return &c;
   }
   return &cs[0];
 }
@@ -197,7 +199,32 @@ std::string cuda_unschedulable(const json& pod, const std::vector<json>& nodes) 
          " (use nodes with a newer NVIDIA driver, or an image built for an older CUDA)";
 }
 
+/// The kind of the object that controls `obj` (its controller ownerReference), or "".
+static std::string controller_kind(const json& obj) {
+  const auto& refs = at_path(obj, {"metadata", "ownerReferences"});
+  if (!refs.is_array()) return "";
+  for (const auto& r : refs) {
+    if (r.is_object() && r.value("controller", false)) return r.value("kind", "");
+  }
+  return "";
+}
+
 int pod_rank(const json& pod) {
+  // The Kubeflow Training Operator's pods: the replica's type and index. Node 0 is the
+  // PyTorchJob's Master (its Workers are nodes 1...) or the MPIJob's Launcher (which runs
+  // mpirun; its Workers are nodes 1...); a TFJob's Workers are nodes 0...
+  if (const std::string type = str(pod, {"metadata", "labels", kLabelReplicaType}); !type.empty()) {
+    if (type == "master" || type == "launcher") return 0;
+    int index = -1;
+    try {
+      index = std::stoi(str(pod, {"metadata", "labels", kLabelReplicaIndex}));
+    } catch (...) {
+      return -1;
+    }
+    if (index < 0) return -1;
+    const std::string owner = controller_kind(pod);
+    return index + (owner == "PyTorchJob" || owner == "MPIJob" ? 1 : 0);
+  }
   auto s = str(pod, {"metadata", "labels", kCompletionIndex});
   if (s.empty()) s = str(pod, {"metadata", "annotations", kCompletionIndex});
   if (s.empty()) return -1;
@@ -206,6 +233,14 @@ int pod_rank(const json& pod) {
   } catch (...) {
     return -1;
   }
+}
+
+std::string log_container(const json& pod) {
+  if (auto c = str(pod, {"metadata", "annotations", render::kAnnotationDefaultContainer});
+      !c.empty()) {
+    return c;
+  }
+  return kTrainContainer;
 }
 
 /// metadata.labels as a map (the string values).
@@ -371,7 +406,9 @@ backend::RunSummary summarize_deployment(const json& d) {
 
 backend::RunStatus describe_service(const json& d, const std::vector<json>& pods) {
   backend::RunStatus rs;
-  rs.summary = summarize_deployment(d);
+  const std::string kind = str(d, {"kind"});
+  rs.summary =
+      kind.empty() || kind == "Deployment" ? summarize_deployment(d) : summarize_operator(d);
   if (const auto& conds = at_path(d, {"status", "conditions"}); conds.is_array()) {
     for (const auto& c : conds) {
       std::string text = c.value("type", "") + "=" + c.value("status", "");
@@ -479,13 +516,48 @@ std::string no_scale_up_reasons(const std::string& message) {
 
 }  // namespace
 
+namespace {
+
+/// Whether the Job or operator's object is suspended (spec.suspend; the Kubeflow
+/// operators' spec.runPolicy.suspend).
+bool suspended(const json& obj) {
+  for (const auto& v :
+       {at_path(obj, {"spec", "suspend"}), at_path(obj, {"spec", "runPolicy", "suspend"})}) {
+    if (v.is_boolean() && v.get<bool>()) return true;
+  }
+  return false;
+}
+
+/// Which operator makes the pods of `kind`, for a user to check that it runs.
+std::string operator_hint(const std::string& kind) {
+  if (kind == "PyTorchJob" || kind == "TFJob") {
+    return "is the Kubeflow Training Operator running in the cluster?";
+  }
+  if (kind == "MPIJob") return "is the MPI Operator (or Kubeflow Training Operator) running?";
+  if (kind == "JobSet") return "is the JobSet controller running in the cluster?";
+  if (kind == "TrainJob") {
+    return "is Kubeflow Trainer running, with the runtime that spec.runtimeRef names?";
+  }
+  return "is its operator running in the cluster?";
+}
+
+}  // namespace
+
 backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
                                 const std::vector<json>& events,
                                 std::chrono::system_clock::time_point now,
                                 const std::vector<json>& nodes) {
   backend::RunStatus rs;
-  rs.summary = summarize_job(job);
+  // A Job (list items may leave the kind out), or an operator's object.
+  std::string kind = str(job, {"kind"});
+  if (kind.empty()) kind = "Job";
+  const bool operator_kind = kind != "Job";
+  rs.summary = operator_kind ? summarize_operator(job) : summarize_job(job);
   const std::string job_name = str(job, {"metadata", "name"});
+  // The Job whose events tell why pods are not created: the run's, or the one Job that
+  // a JobSet (a TrainJob's JobSet) makes of the run's replicated job "node".
+  const std::string events_job =
+      kind == "JobSet" || kind == "TrainJob" ? job_name + "-node-0" : job_name;
 
   if (const auto& conds = at_path(job, {"status", "conditions"}); conds.is_array()) {
     for (const auto& c : conds) {
@@ -498,11 +570,11 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
   }
   rs.started = time_at(job, {"status", "startTime"});
   rs.finished = time_at(job, {"status", "completionTime"});
-  if (!rs.finished) {
-    json failed;
-    if (condition_true(job, "Failed", &failed)) {
-      if (auto t = parse_rfc3339(failed.value("lastTransitionTime", ""))) rs.finished = t;
-    }
+  // Else when the ending condition came (the operators': Succeeded, Completed, Complete).
+  for (const char* type : {"Failed", "Succeeded", "Completed", "Complete"}) {
+    json ending;
+    if (rs.finished || !condition_true(job, type, &ending)) continue;
+    if (auto t = parse_rfc3339(ending.value("lastTransitionTime", ""))) rs.finished = t;
   }
 
   // The newest pod of each rank.
@@ -530,17 +602,18 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
   std::map<std::string, PodEvent> pod_event_times;  // "pod/reason" -> newest, first, last
   std::vector<std::string> job_event_messages;
   for (const auto& e : events) {
-    const auto kind = str(e, {"involvedObject", "kind"});
+    const auto about = str(e, {"involvedObject", "kind"});
     const auto name = str(e, {"involvedObject", "name"});
     const auto reason = e.value("reason", "");
     const auto message = e.value("message", "");
-    if (kind == "Job" && name == job_name) {
-      if (reason == "FailedCreate" && !message.empty() &&
+    if ((about == "Job" && name == events_job) || (about == kind && name == job_name)) {
+      // The Job controller's FailedCreate; the Kubeflow operator's FailedCreatePod.
+      if ((reason == "FailedCreate" || reason == "FailedCreatePod") && !message.empty() &&
           std::find(job_event_messages.begin(), job_event_messages.end(), message) ==
               job_event_messages.end()) {
         job_event_messages.push_back(message);
       }
-    } else if (kind == "Pod" && pod_names.count(name)) {
+    } else if (about == "Pod" && pod_names.count(name)) {
       const std::string key = name + "/" + reason;
       PodEvent& pe = pod_event_times[key];
       const auto last = event_time(e, false);
@@ -668,7 +741,7 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
       if (!init_name.empty()) {
         image_of_rank[i] = init_image(pod, init_name);
         if (init_name == render::kLauncherContainer) launcher_image_ranks.insert(i);
-      } else if (const json* c = train_container_spec(at_path(pod, {"spec"}))) {
+      } else if (const json* c = train_container_spec(at_path(pod, {"spec"}), log_container(pod))) {
         image_of_rank[i] = c->value("image", "");
       }
       image_pull.add(msg, i);
@@ -706,21 +779,29 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
                               ": its pods are gone, the Job and its status are kept; 'ktrain "
                               "resume " +
                               rs.summary.name + "' starts it again");
-  } else if (at_path(job, {"spec", "suspend"}).is_boolean() &&
-             at_path(job, {"spec", "suspend"}).get<bool>() && !ended) {
+  } else if (suspended(job) && !ended) {
     auto queue = str(job, {"metadata", "labels", "kueue.x-k8s.io/queue-name"});
     rs.explanations.push_back(
-        queue.empty() ? "the Job is suspended: its pods are not created until it is resumed"
-                      : "the Job is queued: it waits for Kueue to admit it from the LocalQueue '" +
-                            queue + "' (the queue's ClusterQueue has no room yet)");
+        queue.empty()
+            ? "the " + kind + " is suspended: its pods are not created until it is resumed"
+            : "the " + kind + " is queued: it waits for Kueue to admit it from the LocalQueue '" +
+                  queue + "' (the queue's ClusterQueue has no room yet)");
+  } else if (operator_kind && !ended && newest.empty() &&
+             !at_path(job, {"status", "conditions"}).is_array() &&
+             !at_path(job, {"status", "replicatedJobsStatus"}).is_array() &&
+             !at_path(job, {"status", "jobsStatus"}).is_array()) {
+    // Nothing has written the object's status: the operator that makes its pods.
+    rs.explanations.push_back("no operator has acted on the " + kind +
+                              " yet (it has no status and no pods): " + operator_hint(kind));
   }
   for (const auto& msg : job_event_messages) {
     if (msg.find("exceeded quota") != std::string::npos ||
         msg.find("forbidden: exceeded") != std::string::npos) {
       rs.explanations.push_back(
-          "the Job cannot create its pods: the namespace's ResourceQuota is used up: " + msg);
+          "the " + kind +
+          " cannot create its pods: the namespace's ResourceQuota is used up: " + msg);
     } else {
-      rs.explanations.push_back("the Job cannot create its pods: " + msg);
+      rs.explanations.push_back("the " + kind + " cannot create its pods: " + msg);
     }
   }
   for (const auto& msg : unschedulable.order) {

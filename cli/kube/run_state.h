@@ -4,6 +4,7 @@
 // row per rank and plain-language explanations (unschedulable, image pull, quota,
 // out of memory). Pure functions of JSON, so they are tested without a server.
 
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -37,18 +38,34 @@ backend::RunSummary summarize_deployment(const nlohmann::json& deployment);
 /// LeaderWorkerSet), from its own conditions and status.
 backend::RunSummary summarize_operator(const nlohmann::json& obj);
 
-/// `ktrain status` of a service: its Deployment's conditions, one row per pod (oldest
-/// first), and why replicas cannot start.
+/// `ktrain status` of a service: its Deployment's (InferenceService's,
+/// LeaderWorkerSet's) conditions, one row per pod (oldest first), and why replicas
+/// cannot start.
 backend::RunStatus describe_service(const nlohmann::json& deployment,
                                     const std::vector<nlohmann::json>& pods);
 
-/// The rank index of a Job's pod (label or annotation job-completion-index), or -1.
+/// The labels the Kubeflow Training Operator puts on its pods: "master", "worker",
+/// "launcher"; the replica's index among those of its type.
+inline constexpr const char* kLabelReplicaType = "training.kubeflow.org/replica-type";
+inline constexpr const char* kLabelReplicaIndex = "training.kubeflow.org/replica-index";
+
+/// The node index of a run's pod, or -1: a Job's (and a JobSet's or TrainJob's Jobs')
+/// job-completion-index; for the Kubeflow operators' pods, from the replica's type and
+/// index (PyTorchJob: Master 0, Worker i is i+1; MPIJob: Launcher 0, Worker i is i+1;
+/// TFJob: Worker i is i).
 int pod_rank(const nlohmann::json& pod);
 
-/// Everything `ktrain status` shows, from the Job, its pods (any order; for a rank with
-/// several pods the newest counts) and the events in its namespace (those about other
-/// objects are ignored). `now` dates how long a pod has waited for the Cluster Autoscaler.
-/// `nodes` (may be empty: not readable) explain a pod that no node's driver can run.
+/// The container of `pod` whose log is the run's: the one the pod's
+/// kubectl.kubernetes.io/default-container annotation names (the operators' targets:
+/// pytorch, tensorflow, mpi, node), else "train".
+std::string log_container(const nlohmann::json& pod);
+
+/// Everything `ktrain status` shows, from the Job (or the operator's object of another
+/// train.target: PyTorchJob, TFJob, MPIJob, JobSet, TrainJob; its conditions read the
+/// same way, and a pending one without status is said to wait for its operator), its pods (any
+/// order; for a rank with several pods the newest counts) and the events in its namespace (those
+/// about other objects are ignored). `now` dates how long a pod has waited for the Cluster
+/// Autoscaler. `nodes` (may be empty: not readable) explain a pod that no node's driver can run.
 backend::RunStatus describe_run(
     const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
     const std::vector<nlohmann::json>& events,

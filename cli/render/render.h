@@ -46,6 +46,10 @@ inline constexpr const char* kAnnotationVolcanoGroup = "scheduling.k8s.io/group-
 /// On the pods of a project that uses GPUs and whose CUDA version is known: that version
 /// ("12.1"), which their node affinity asks of the nodes' drivers (base/cuda.h).
 inline constexpr const char* kAnnotationCuda = "ktrain.dev/cuda";
+/// On the pods of a target whose operator names the training container (pytorch,
+/// tensorflow, mpi, node): that name, for `ktrain logs` and `kubectl logs` alike.
+inline constexpr const char* kAnnotationDefaultContainer =
+    "kubectl.kubernetes.io/default-container";
 
 /// The init container that copies ktrain-launch into pods whose image lacks it, and
 /// where the training container finds the launcher.

@@ -396,6 +396,7 @@ ordered_json train_pod_template(const RenderContext& ctx, const std::string& run
     for (auto& c : pod["containers"]) {
       if (c.is_object() && c.value("name", "") == "train") c["name"] = w.container;
     }
+    tmeta["annotations"][kAnnotationDefaultContainer] = w.container;
   }
   auto& c = container_named(pod, w.container);
   c["image"] = ctx.image;

@@ -721,3 +721,68 @@ TEST_CASE("kube backend: a refused object stops the feed's producer") {
   CHECK(refused);
   CHECK(f.tr.requests.size() == 128);  // one batch, all refused; nothing after it
 }
+
+TEST_CASE("kube backend: status and logs of an operator's run (PyTorchJob)") {
+  Fixture f;
+  const json labels = {{"app.kubernetes.io/managed-by", "ktrain"}, {"ktrain.dev/run", "pt"}};
+  f.api.objects["/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs/pt"] = {
+      {"apiVersion", "kubeflow.org/v1"},
+      {"metadata", {{"name", "pt"}, {"labels", labels}}},
+      {"spec", {{"pytorchReplicaSpecs", {{"Master", {{"replicas", 1}}}}}}},
+      {"status",
+       {{"conditions",
+         {{{"type", "Running"}, {"status", "True"}, {"reason", "PyTorchJobRunning"}}}}}}};
+  f.api.objects["/api/v1/namespaces/ml/pods/pt-master-0"] = {
+      {"metadata",
+       {{"name", "pt-master-0"},
+        {"labels",
+         {{"ktrain.dev/run", "pt"},
+          {"training.kubeflow.org/replica-type", "master"},
+          {"training.kubeflow.org/replica-index", "0"}}},
+        {"annotations", {{"kubectl.kubernetes.io/default-container", "pytorch"}}}}},
+      {"status",
+       {{"phase", "Running"},
+        {"containerStatuses", {{{"name", "pytorch"}, {"state", {{"running", json::object()}}}}}}}}};
+  std::vector<std::string> asked;
+  f.tr.handler = [&](const net::Request& r) {
+    asked.push_back(r.method + " " + kube_test::path_of(r.url));
+    // A Role that predates the targets may not read JobSets: passed over.
+    if (r.url.find("/jobsets/") != std::string::npos) {
+      return kube_test::status_response(403, "Forbidden", "forbidden");
+    }
+    if (r.url.find("/log") != std::string::npos) {
+      CHECK(kube_test::query_param(r.url, "container") == "pytorch");
+      net::Response resp;
+      resp.status = 200;
+      resp.body = "2027-01-15T07:10:00.000000001Z [rank 0] hello\n";
+      return resp;
+    }
+    return f.api.handle(r);
+  };
+  auto st = f.kb.status("pt");
+  CHECK(st.summary.kind == "train");
+  CHECK(st.summary.state == backend::RunState::kRunning);
+  REQUIRE(st.conditions.size() == 1);
+  CHECK(st.conditions[0] == "Running: PyTorchJobRunning");
+  REQUIRE(st.ranks.size() == 1);
+  CHECK(st.ranks[0].pod == "pt-master-0");
+  CHECK(st.ranks[0].phase == "Running");
+  // The Job, the seven operator kinds and the Deployment, asked for at once.
+  CHECK(std::count_if(asked.begin(), asked.end(), [](const std::string& a) {
+          return a.rfind("GET ", 0) == 0 && a.size() > 3 && a.substr(a.size() - 3) == "/pt";
+        }) == 9);
+
+  std::vector<backend::LogLine> lines;
+  f.kb.logs("pt", {}, [&](const backend::LogLine& l) {
+    lines.push_back(l);
+    return true;
+  });
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].rank == 0);
+  CHECK(lines[0].text == "[rank 0] hello");
+
+  // An object of that name that ktrain did not make is no run.
+  f.api.objects["/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs/pt"]["metadata"]["labels"] =
+      json::object();
+  CHECK_THROWS_WITH_AS(f.kb.status("pt"), doctest::Contains("run \"pt\" not found"), Error);
+}
