@@ -1,7 +1,11 @@
 #include "cmd/scale.h"
 
+#include <algorithm>
+#include <cctype>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <vector>
 
 #include "base/error.h"
 #include "kube/connection.h"
@@ -29,23 +33,107 @@ void validate_scale(const ScaleRequest& req) {
   }
 }
 
+namespace {
+
+/// What a served model is on the cluster: a Deployment (serve.target deployment), a
+/// KServe InferenceService or a LeaderWorkerSet; with the object as read.
+struct Served {
+  kube::ResourceType type;
+  nlohmann::json object;
+};
+
+/// The served model named `name`, looked for as each serving target's object at once;
+/// kinds whose CRD is missing (404) or that the user may not read (403) are passed over.
+std::optional<Served> find_served(kube::Client& client, const std::string& ns,
+                                  const std::string& name) {
+  const std::vector<kube::ResourceType> types = {
+      kube::resource_type("apps/v1", "Deployment"),
+      kube::resource_type("serving.kserve.io/v1beta1", "InferenceService"),
+      kube::resource_type("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")};
+  std::vector<net::Request> reqs;
+  for (const auto& t : types) reqs.push_back(client.request("GET", kube::object_path(t, ns, name)));
+  auto resps = client.send_all(reqs);
+  for (size_t i = 0; i < resps.size(); ++i) {
+    const auto& r = resps[i];
+    if (r.failure == net::TransportFailure::kNone &&
+        (r.status == 404 || (i > 0 && r.status == 403))) {
+      continue;
+    }
+    client.check(reqs[i], r);
+    auto obj = nlohmann::json::parse(r.body, nullptr, false);
+    if (obj.is_object()) return Served{types[i], std::move(obj)};
+  }
+  return std::nullopt;
+}
+
+/// An InferenceService scales in its own fields: spec.predictor.minReplicas and
+/// maxReplicas (KServe makes the autoscaler of them); --replicas N holds both at N.
+int scale_inference_service(Env& env, kube::Client& client, const std::string& ns,
+                            const Served& isvc, const ScaleRequest& req) {
+  const std::string what = "scaling " + req.name;
+  const auto& predictor = isvc.object["spec"]["predictor"];
+  const int cur_min = predictor.is_object() ? predictor.value("minReplicas", 1) : 1;
+  const int cur_max = predictor.is_object() ? predictor.value("maxReplicas", cur_min) : cur_min;
+  if (req.replicas && (req.min || req.max)) {
+    throw UsageError("scale " + req.name +
+                     ": an InferenceService's replicas are its autoscaler's range: give "
+                     "--replicas N (min = max = N) or --min/--max, not both");
+  }
+  if (req.replicas && *req.replicas == 0) {
+    throw UsageError(
+        "--replicas 0: an InferenceService keeps at least one replica here "
+        "('ktrain delete " +
+        req.name + "' removes it)");
+  }
+  const int new_min = req.replicas ? *req.replicas : req.min.value_or(cur_min);
+  const int new_max = req.replicas ? *req.replicas : req.max.value_or(std::max(cur_max, new_min));
+  if (new_min > new_max) {
+    throw UsageError("--min " + std::to_string(new_min) +
+                     " would be more than the InferenceService's maxReplicas " +
+                     std::to_string(new_max) + "; give --max too");
+  }
+  nlohmann::json patch = {
+      {"spec", {{"predictor", {{"minReplicas", new_min}, {"maxReplicas", new_max}}}}}};
+  with_context(
+      what, [&] { return client.merge_patch(kube::object_path(isvc.type, ns, req.name), patch); });
+  *env.out << kube::object_ref(isvc.type, req.name) << " scaled (min " << new_min << ", max "
+           << new_max << ")\n";
+  return exit_code::kOk;
+}
+
+/// "Deployment" -> "deployment", as kubectl names kinds.
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+}  // namespace
+
 int run_scale(Env& env, kube::Client& client, const ScaleRequest& req) {
   validate_scale(req);
   const std::string ns = client.default_namespace();
-  const auto dep_type = kube::resource_type("apps/v1", "Deployment");
   const auto hpa_type = kube::resource_type("autoscaling/v2", "HorizontalPodAutoscaler");
   const std::string what = "scaling " + req.name;
 
-  if (!client.get_if_exists(kube::object_path(dep_type, ns, req.name))) {
-    throw Error(what + ": deployment \"" + req.name + "\" not found in namespace \"" + ns +
-                "\" (pass -n NAMESPACE to look in another)");
+  const auto served = with_context(what, [&] { return find_served(client, ns, req.name); });
+  if (!served) {
+    throw Error(what + ": \"" + req.name + "\" not found in namespace \"" + ns +
+                "\": no Deployment, InferenceService or LeaderWorkerSet of that name (pass -n "
+                "NAMESPACE to look in another)");
   }
-  // The HPA (if any) whose scaleTargetRef is this Deployment.
+  if (served->type.kind == "InferenceService") {
+    return scale_inference_service(env, client, ns, *served, req);
+  }
+  // A Deployment or a LeaderWorkerSet (its groups): the scale subresource, and the HPA
+  // whose scaleTargetRef it is.
+  const auto& type = served->type;
+  const std::string target = kube::object_ref(type, req.name);
   std::optional<nlohmann::json> hpa;
   try {
     client.list(kube::collection_path(hpa_type, ns), {}, [&](nlohmann::json& h) {
       const auto& ref = h["spec"]["scaleTargetRef"];
-      if (!hpa && ref.value("kind", "") == "Deployment" && ref.value("name", "") == req.name) {
+      if (!hpa && ref.value("kind", "") == type.kind && ref.value("name", "") == req.name) {
         hpa = std::move(h);
       }
     });
@@ -55,12 +143,8 @@ int run_scale(Env& env, kube::Client& client, const ScaleRequest& req) {
 
   if (req.min || req.max) {
     if (!hpa) {
-      throw Error(what +
-                  ": --min/--max change the HorizontalPodAutoscaler, and none controls "
-                  "deployment \"" +
-                  req.name +
-                  "\" (add serve.autoscale to the project and run "
-                  "'ktrain serve')");
+      throw Error(what + ": --min/--max change the HorizontalPodAutoscaler, and none controls " +
+                  target + " (add serve.autoscale to the project and run 'ktrain serve')");
     }
     const int cur_min = (*hpa)["spec"].value("minReplicas", 1);
     const int cur_max = (*hpa)["spec"].value("maxReplicas", 1);
@@ -84,16 +168,16 @@ int run_scale(Env& env, kube::Client& client, const ScaleRequest& req) {
   if (req.replicas) {
     if (hpa && !req.min && !req.max) {
       env.warn("the HorizontalPodAutoscaler \"" + (*hpa)["metadata"].value("name", "") +
-               "\" controls deployment \"" + req.name + "\" (min " +
+               "\" controls " + lower(type.kind) + " \"" + req.name + "\" (min " +
                std::to_string((*hpa)["spec"].value("minReplicas", 1)) + ", max " +
                std::to_string((*hpa)["spec"].value("maxReplicas", 1)) +
                ") and will change the replicas again; use --min/--max to change its range");
     }
     with_context(what, [&] {
-      return client.merge_patch(kube::object_path(dep_type, ns, req.name, "scale"),
+      return client.merge_patch(kube::object_path(type, ns, req.name, "scale"),
                                 {{"spec", {{"replicas", *req.replicas}}}});
     });
-    *env.out << kube::object_ref(dep_type, req.name) << " scaled\n";
+    *env.out << target << " scaled\n";
   }
   return exit_code::kOk;
 }
@@ -106,7 +190,9 @@ void add_scale_command(CLI::App& app, Env& env, CommandResult& result) {
   auto f = std::make_shared<Flags>();
   auto* sub =
       app.add_subcommand("scale", "Set a served model's replicas, or its autoscaler's --min/--max");
-  sub->add_option("NAME", f->name, "The serve name (the Deployment)")->required();
+  sub->add_option("NAME", f->name,
+                  "The serve name (its Deployment, InferenceService or LeaderWorkerSet)")
+      ->required();
   auto* rep = sub->add_option("--replicas", f->replicas, "Replicas, through the scale subresource");
   auto* mn = sub->add_option("--min", f->min, "The autoscaler's minimum replicas");
   auto* mx = sub->add_option("--max", f->max, "The autoscaler's maximum replicas");

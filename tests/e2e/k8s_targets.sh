@@ -158,7 +158,7 @@ check_target trainjob TrainJob pytorch yes "launcher: {inject: never}"
 # serve.target kserve and lws: applied, owned, waited for as each target says it is
 # ready (nothing plays KServe or LeaderWorkerSet here: the status is written as their
 # controllers write it), deleted to nothing.
-check_serve() {  # check_serve TARGET KIND CONDITION-STATUS-JSON
+check_serve() {  # check_serve TARGET KIND CONDITION-STATUS-JSON STATUS-SHOWS
   local target=$1 kind=$2 lower
   lower="$(echo "$kind" | tr 'A-Z' 'a-z')"
   sed -i "s/^  target: .*/  target: $target/" serve.yaml
@@ -176,16 +176,47 @@ check_serve() {  # check_serve TARGET KIND CONDITION-STATUS-JSON
   out="$("$ktrain" serve -f serve.yaml --timeout 60s 2>&1)" || fail "$target: serve did not see it ready: $out"
   wait "$patcher" || fail "$target: kubectl patch of the status failed"
   expect_contains "$out" "api: $lower \"api\"" "$target: serve says it is ready"
+  out="$("$ktrain" status api 2>&1)" || fail "$target: status failed: $out"
+  expect_contains "$out" "$4" "$target: status shows the condition"
+  scale_$target
   "$ktrain" delete api >/dev/null || fail "$target: delete failed"
   k8s_wait "$lower/api to go" 30 sh -c "! kubectl get $lower/api >/dev/null 2>&1"
   k8s_wait "the budget to go" 60 sh -c "! kubectl get poddisruptionbudget/api >/dev/null 2>&1"
   echo "ok   $target: serve, wait for ready, delete ($kind)"
 }
+# scale: KServe's own minReplicas/maxReplicas; a LeaderWorkerSet's groups through its
+# scale subresource.
+scale_kserve() {
+  local field='{.spec.predictor.minReplicas} {.spec.predictor.maxReplicas}'
+  out="$("$ktrain" scale api --replicas 3 2>&1)" || fail "kserve: scale --replicas failed: $out"
+  expect_eq "$out" "inferenceservice.serving.kserve.io/api scaled (min 3, max 3)" "kserve: scale --replicas"
+  expect_eq "$(kubectl get inferenceservice/api -o jsonpath="$field")" "3 3" "kserve: kubectl reads min 3, max 3"
+  "$ktrain" scale api --max 5 >/dev/null || fail "kserve: scale --max failed"
+  expect_eq "$(kubectl get inferenceservice/api -o jsonpath="$field")" "3 5" "kserve: scale --max keeps the minimum"
+  set +e
+  out="$("$ktrain" scale api --replicas 0 2>&1)"; rc=$?
+  set -e
+  expect_eq "$rc" 2 "kserve: scale --replicas 0 is refused"
+  expect_contains "$out" "'ktrain delete api' removes it" "kserve: scale --replicas 0 says what to do"
+  expect_eq "$(kubectl get inferenceservice/api -o jsonpath="$field")" "3 5" "kserve: a refused scale changes nothing"
+}
+scale_lws() {
+  out="$("$ktrain" scale api --replicas 3 2>&1)" || fail "lws: scale --replicas failed: $out"
+  expect_eq "$out" "leaderworkerset.leaderworkerset.x-k8s.io/api scaled" "lws: scale --replicas"
+  expect_eq "$(kubectl get leaderworkerset/api -o jsonpath='{.spec.replicas}')" "3" "lws: kubectl reads 3 groups"
+  set +e
+  out="$("$ktrain" scale api --min 2 2>&1)"; rc=$?
+  set -e
+  expect_eq "$rc" 1 "lws: scale --min without an autoscaler fails"
+  expect_contains "$out" "none controls leaderworkerset.leaderworkerset.x-k8s.io/api" "lws: scale --min says why"
+}
 now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 check_serve kserve InferenceService \
-  '{"status":{"url":"http://api.default.example.com","conditions":[{"type":"Ready","status":"True","lastTransitionTime":"'"$now"'"}]}}'
+  '{"status":{"url":"http://api.default.example.com","conditions":[{"type":"Ready","status":"True","lastTransitionTime":"'"$now"'"}]}}' \
+  'Ready=True'
 check_serve lws LeaderWorkerSet \
-  '{"status":{"readyReplicas":2,"replicas":2,"conditions":[{"type":"Available","status":"True","reason":"AllGroupsReady","message":"All replicas are ready","lastTransitionTime":"'"$now"'"}]}}'
+  '{"status":{"readyReplicas":2,"replicas":2,"conditions":[{"type":"Available","status":"True","reason":"AllGroupsReady","message":"All replicas are ready","lastTransitionTime":"'"$now"'"}]}}' \
+  'Available=True: AllGroupsReady (All replicas are ready)'
 
 # A user whose Role predates the targets (the kinds ktrain rendered before them) still
 # deletes a plain run: the operators' kinds they may not list are none of theirs.
