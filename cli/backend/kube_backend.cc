@@ -857,7 +857,10 @@ std::optional<KubeBackend::RunObject> KubeBackend::find_run(const std::string& n
     }
     client_.check(reqs[i], r);
     json obj = json::parse(r.body, nullptr, false);
-    if (!obj.is_object()) continue;
+    if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object() ||
+        obj["metadata"].value("name", "") != run) {
+      continue;
+    }
     // A Deployment that ktrain did not make is not a run of ours; an operator's object
     // is, when it carries the run's label.
     if (i > 0 && !kube::managed_by_ktrain(obj)) continue;
@@ -1187,30 +1190,38 @@ void KubeBackend::remove(const std::string& run) {
 
 namespace {
 
-/// The Job of a run to stop or resume; throws Error for a service, an unknown run, or
-/// one that has ended (`verb` says what was asked, for the message).
-json job_to_change(kube::Client& client, const std::string& ns, const std::string& run,
-                   const std::string& verb) {
-  const auto job_type = kube::resource_type("batch/v1", "Job");
-  auto job = client.get_if_exists(kube::object_path(job_type, ns, run));
-  if (!job) {
-    auto d = client.get_if_exists(
-        kube::object_path(kube::resource_type("apps/v1", "Deployment"), ns, run));
-    if (d && kube::managed_by_ktrain(*d)) {
-      throw Error("\"" + run + "\" is a service: 'ktrain scale " + run +
-                  " --replicas 0' takes its replicas away, 'ktrain serve' brings them back");
-    }
-    throw run_not_found(run, ns);
+/// The state of a run's Job or operator's object.
+RunState state_of(const KubeBackend::RunObject& run) {
+  return run.type.kind == "Job" ? kube::summarize_job(run.object).state
+                                : kube::summarize_operator(run.object).state;
+}
+
+/// Where a run's object says that it is suspended: a Job's, JobSet's and TrainJob's
+/// spec.suspend, the Kubeflow operators' spec.runPolicy.suspend.
+json suspend_patch(const std::string& kind, bool suspend) {
+  if (kind == "PyTorchJob" || kind == "TFJob" || kind == "MPIJob") {
+    return {{"runPolicy", {{"suspend", suspend}}}};
   }
-  const auto state = kube::summarize_job(*job).state;
+  return {{"suspend", suspend}};
+}
+
+}  // namespace
+
+KubeBackend::RunObject KubeBackend::run_to_change(const std::string& ns, const std::string& run,
+                                                  const std::string& verb) {
+  auto found = find_run(ns, run);
+  if (!found) throw run_not_found(run, ns);
+  if (is_service_kind(found->type.kind)) {
+    throw Error("\"" + run + "\" is a service: 'ktrain scale " + run +
+                " --replicas 0' takes its replicas away, 'ktrain serve' brings them back");
+  }
+  const auto state = state_of(*found);
   if (state == RunState::kSucceeded || state == RunState::kFailed) {
     throw Error("run \"" + run + "\" has ended (" + to_string(state) + "): nothing to " + verb +
                 (verb == "resume" ? "; 'ktrain submit' starts a new run" : ""));
   }
-  return *job;
+  return std::move(*found);
 }
-
-}  // namespace
 
 static bool is_queued(const json& job) {
   const auto& labels = job["metadata"]["labels"];
@@ -1219,32 +1230,33 @@ static bool is_queued(const json& job) {
 
 bool KubeBackend::stop(const std::string& run) {
   const std::string ns = client_.default_namespace();
-  const json job = job_to_change(client_, ns, run, "stop");
-  if (kube::summarize_job(job).state == RunState::kStopped) return false;
+  const RunObject found = run_to_change(ns, run, "stop");
+  if (state_of(found) == RunState::kStopped) return false;
   // A run waiting for its place in a sweep is stopped too: it no longer waits.
   // Suspending the Job makes the Job controller delete its pods (each gets its grace
   // period: the launcher passes SIGTERM on to the workers); the Job, its status, the
-  // Service and the Secret stay. The label marks it as stopped rather than queued.
+  // Service and the Secret stay. The label marks it as stopped rather than queued. The
+  // operators (Kubeflow, JobSet, Trainer) do the same with their suspended objects.
   json patch = {
       {"metadata",
        {{"labels", {{kube::kLabelStopped, "true"}}},
         {"annotations", {{kube::kAnnotationStoppedAt, format_rfc3339(env_.clock->now())}}}}},
-      {"spec", {{"suspend", true}}}};
-  with_context("stopping run \"" + run + "\"", [&] {
-    client_.merge_patch(kube::object_path(kube::resource_type("batch/v1", "Job"), ns, run), patch);
-  });
+      {"spec", suspend_patch(found.type.kind, true)}};
+  with_context("stopping run \"" + run + "\"",
+               [&] { client_.merge_patch(kube::object_path(found.type, ns, run), patch); });
   return true;
 }
 
 bool KubeBackend::resume(const std::string& run) {
   const std::string ns = client_.default_namespace();
-  const json job = job_to_change(client_, ns, run, "resume");
+  const RunObject found = run_to_change(ns, run, "resume");
+  const json& job = found.object;
   // Stopped by `ktrain stop`, or waiting for its place in a sweep.
-  if (kube::summarize_job(job).state != RunState::kStopped && !is_queued(job)) return false;
+  if (state_of(found) != RunState::kStopped && !is_queued(job)) return false;
   json patch = {{"metadata",
                  {{"labels", {{kube::kLabelStopped, nullptr}, {render::kLabelQueued, nullptr}}},
                   {"annotations", {{kube::kAnnotationStoppedAt, nullptr}}}}},
-                {"spec", {{"suspend", false}}}};
+                {"spec", suspend_patch(found.type.kind, false)}};
   // A waiting run of a Kueue queue: it gets its queue label and stays suspended; Kueue
   // lets it in (unsuspends it) when the queue has room.
   const auto& annotations = job["metadata"]["annotations"];
@@ -1255,9 +1267,8 @@ bool KubeBackend::resume(const std::string& run) {
     patch["metadata"]["annotations"][render::kAnnotationQueue] = nullptr;
     patch.erase("spec");
   }
-  with_context("resuming run \"" + run + "\"", [&] {
-    client_.merge_patch(kube::object_path(kube::resource_type("batch/v1", "Job"), ns, run), patch);
-  });
+  with_context("resuming run \"" + run + "\"",
+               [&] { client_.merge_patch(kube::object_path(found.type, ns, run), patch); });
   return true;
 }
 

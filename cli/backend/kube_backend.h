@@ -147,6 +147,10 @@ class KubeBackend : public Backend {
   kube::Client& client() { return client_; }
 
  private:
+  /// The run that `verb` (stop, resume) changes: its Job or operator's object. Throws
+  /// Error when there is none, when it is a service, or when it has ended.
+  RunObject run_to_change(const std::string& ns, const std::string& run, const std::string& verb);
+
   /// The status from the Job and its pods, with the events about them (listed here).
   RunStatus describe(const std::string& ns, const std::string& run, const nlohmann::json& job,
                      const std::vector<nlohmann::json>& pods);

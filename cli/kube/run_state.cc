@@ -367,7 +367,10 @@ backend::RunSummary summarize_operator(const json& obj) {
   } else if (condition_true(obj, "Failed")) {
     s.state = backend::RunState::kFailed;
   } else if (suspended || condition_true(obj, "Suspended")) {
-    s.state = backend::RunState::kPending;
+    // Suspended by `ktrain stop`, or else waiting to be let in (Kueue).
+    s.state = str(obj, {"metadata", "labels", kLabelStopped}) == "true"
+                  ? backend::RunState::kStopped
+                  : backend::RunState::kPending;
   } else if (condition_true(obj, "Running")) {
     s.state = backend::RunState::kRunning;
   } else {
@@ -776,7 +779,7 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
   } else if (rs.summary.state == backend::RunState::kStopped) {
     const auto at = str(job, {"metadata", "annotations", kAnnotationStoppedAt});
     rs.explanations.push_back("stopped by 'ktrain stop'" + (at.empty() ? "" : " at " + at) +
-                              ": its pods are gone, the Job and its status are kept; 'ktrain "
+                              ": its pods are gone, the " + kind + " and its status are kept; 'ktrain "
                               "resume " +
                               rs.summary.name + "' starts it again");
   } else if (suspended(job) && !ended) {

@@ -786,3 +786,38 @@ TEST_CASE("kube backend: status and logs of an operator's run (PyTorchJob)") {
       json::object();
   CHECK_THROWS_WITH_AS(f.kb.status("pt"), doctest::Contains("run \"pt\" not found"), Error);
 }
+
+TEST_CASE("kube backend: stop and resume an operator's run: its own suspend field") {
+  Fixture f;
+  const json labels = {{"app.kubernetes.io/managed-by", "ktrain"}, {"ktrain.dev/run", "tf"}};
+  const std::string tf = "/apis/kubeflow.org/v1/namespaces/ml/tfjobs/tf";
+  const std::string js = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets/js";
+  f.api.objects[tf] = {{"metadata", {{"name", "tf"}, {"labels", labels}}},
+                       {"spec", {{"runPolicy", {{"cleanPodPolicy", "None"}}}}}};
+  json js_labels = labels;
+  js_labels["ktrain.dev/run"] = "js";
+  f.api.objects[js] = {{"metadata", {{"name", "js"}, {"labels", js_labels}}},
+                       {"spec", {{"replicatedJobs", json::array()}}}};
+
+  CHECK(f.kb.stop("tf"));
+  CHECK(f.api.objects[tf]["spec"]["runPolicy"]["suspend"] == true);
+  CHECK(f.api.objects[tf]["spec"]["runPolicy"]["cleanPodPolicy"] == "None");
+  CHECK(f.api.objects[tf]["metadata"]["labels"]["ktrain.dev/stopped"] == "true");
+  CHECK(f.kb.status("tf").summary.state == backend::RunState::kStopped);
+  CHECK_FALSE(f.kb.stop("tf"));  // stopped already
+  CHECK(f.kb.resume("tf"));
+  CHECK(f.api.objects[tf]["spec"]["runPolicy"]["suspend"] == false);
+  CHECK_FALSE(f.api.objects[tf]["metadata"]["labels"].contains("ktrain.dev/stopped"));
+  CHECK_FALSE(f.kb.resume("tf"));  // not stopped
+
+  CHECK(f.kb.stop("js"));
+  CHECK(f.api.objects[js]["spec"]["suspend"] == true);
+  auto st = f.kb.status("js");
+  CHECK(st.summary.state == backend::RunState::kStopped);
+  REQUIRE_FALSE(st.explanations.empty());
+  CHECK(st.explanations[0].find("the JobSet and its status are kept") != std::string::npos);
+
+  // An ended run is not stopped: the message says so.
+  f.api.objects[tf]["status"]["conditions"] = {{{"type", "Succeeded"}, {"status", "True"}}};
+  CHECK_THROWS_WITH_AS(f.kb.stop("tf"), doctest::Contains("has ended (Succeeded)"), Error);
+}
