@@ -738,11 +738,24 @@ void KubeBackend::watch_list(const ListFilter& filter,
                              const std::function<bool(const std::vector<RunSummary>&)>& on_change,
                              const std::function<bool()>& cancelled) {
   const std::string ns = filter.all_namespaces ? "" : client_.default_namespace();
+  // What is watched: the Jobs, the services' Deployments (not for a sweep), and the
+  // operators' kinds that the cluster serves (one discovery request says which).
+  struct Source {
+    kube::ResourceType type;
+    bool optional = false;                   ///< an operator's kind: a 403 or 404 leaves it out
+    std::map<std::string, RunSummary> runs;  ///< by uid
+    bool listed = false;
+  };
+  std::vector<Source> sources;
+  sources.push_back({kube::resource_type("batch/v1", "Job")});
+  if (filter.sweep.empty()) sources.push_back({kube::resource_type("apps/v1", "Deployment")});
+  for (const auto& kind : served_operator_kinds()) {
+    if (!filter.sweep.empty() && kind.serve) continue;
+    sources.push_back({kube::resource_type(kind.api_version, kind.kind), true});
+  }
+
   std::mutex mu;
   std::condition_variable cv;
-  // By uid: the summary of each Job and Deployment seen.
-  std::map<std::string, RunSummary> jobs, services;
-  bool jobs_listed = false, services_listed = filter.sweep.empty() ? false : true;
   std::uint64_t version = 0;
   std::atomic<bool> stop{false};
   std::optional<Error> error;
@@ -754,48 +767,48 @@ void KubeBackend::watch_list(const ListFilter& filter,
   wo.label_selector = list_selector(filter);
   wo.drop_keys = kSummaryDropKeys;
   wo.cancelled = stopped;
-  auto handlers = [&](std::map<std::string, RunSummary>& into, bool& listed, bool is_job) {
-    auto summarize = [is_job](const json& o) {
-      return is_job ? kube::summarize_job(o) : kube::summarize_deployment(o);
-    };
-    kube::WatchHandlers h;
-    h.on_list = [&, summarize](std::vector<json>& items) {
-      std::lock_guard<std::mutex> lk(mu);
-      into.clear();
-      for (const auto& o : items) into[o["metadata"].value("uid", "")] = summarize(o);
-      listed = true;
-      ++version;
-      cv.notify_all();
-    };
-    h.on_event = [&, summarize](const std::string& type, json& o) {
-      std::lock_guard<std::mutex> lk(mu);
-      const std::string uid = o["metadata"].value("uid", "");
-      if (type == "DELETED") {
-        into.erase(uid);
-      } else {
-        into[uid] = summarize(o);
-      }
-      ++version;
-      cv.notify_all();
-    };
-    return h;
+  auto summarize = [](const Source& src, json& o) {
+    if (src.type.kind == "Job") return kube::summarize_job(o);
+    if (src.type.kind == "Deployment") return kube::summarize_deployment(o);
+    o["kind"] = src.type.kind;  // (a list's items may leave it out)
+    return kube::summarize_operator(o);
   };
-  const auto job_handlers = handlers(jobs, jobs_listed, true);
-  const auto service_handlers = handlers(services, services_listed, false);
-  std::thread job_thread([&] {
-    guard([&] {
-      kube::list_watch(client_, env_,
-                       kube::collection_path(kube::resource_type("batch/v1", "Job"), ns), wo,
-                       job_handlers);
-    });
-  });
-  std::thread service_thread;
-  if (filter.sweep.empty()) {
-    service_thread = std::thread([&] {
+  std::vector<std::thread> threads;
+  for (auto& src : sources) {
+    threads.emplace_back([&, srcp = &src] {
+      Source& me = *srcp;
+      kube::WatchHandlers h;
+      h.on_list = [&](std::vector<json>& items) {
+        std::lock_guard<std::mutex> lk(mu);
+        me.runs.clear();
+        for (auto& o : items) me.runs[o["metadata"].value("uid", "")] = summarize(me, o);
+        me.listed = true;
+        ++version;
+        cv.notify_all();
+      };
+      h.on_event = [&](const std::string& type, json& o) {
+        std::lock_guard<std::mutex> lk(mu);
+        const std::string uid = o["metadata"].value("uid", "");
+        if (type == "DELETED") {
+          me.runs.erase(uid);
+        } else {
+          me.runs[uid] = summarize(me, o);
+        }
+        ++version;
+        cv.notify_all();
+      };
       guard([&] {
-        kube::list_watch(client_, env_,
-                         kube::collection_path(kube::resource_type("apps/v1", "Deployment"), ns),
-                         wo, service_handlers);
+        try {
+          kube::list_watch(client_, env_, kube::collection_path(me.type, ns), wo, h);
+        } catch (const kube::ApiError& e) {
+          // Not ours to list (a Role without the operators' kinds), or gone since discovery.
+          if (!me.optional || (e.http_status() != 403 && e.http_status() != 404)) throw;
+          std::lock_guard<std::mutex> lk(mu);
+          me.runs.clear();
+          me.listed = true;
+          ++version;
+          cv.notify_all();
+        }
       });
     });
   }
@@ -807,11 +820,14 @@ void KubeBackend::watch_list(const ListFilter& filter,
       cv.wait_for(lk, std::chrono::milliseconds(100));
       if (cancelled && cancelled()) break;
       if (error) break;
-      if (!jobs_listed || !services_listed || version == drawn) continue;
+      const bool all_listed =
+          std::all_of(sources.begin(), sources.end(), [](const Source& src) { return src.listed; });
+      if (!all_listed || version == drawn) continue;
       drawn = version;
       std::vector<RunSummary> runs;
-      for (const auto& [uid, r] : jobs) runs.push_back(r);
-      for (const auto& [uid, r] : services) runs.push_back(r);
+      for (const auto& src : sources) {
+        for (const auto& [uid, r] : src.runs) runs.push_back(r);
+      }
       lk.unlock();
       sort_runs(runs);
       // Redrawn when what the table shows changes, not for every status update.
@@ -832,8 +848,7 @@ void KubeBackend::watch_list(const ListFilter& filter,
   }
   stop = true;
   cv.notify_all();
-  job_thread.join();
-  if (service_thread.joinable()) service_thread.join();
+  for (auto& t : threads) t.join();
   if (error) throw *error;
 }
 

@@ -111,13 +111,6 @@ struct SubmitOptions {
       }
       return exit_code::kOk;
     }
-    if ((wait || follow) && !target.local && project.train && project.train->target != "job") {
-      throw UsageError("--" + std::string(follow ? "follow" : "wait") + ": train.target " +
-                       project.train->target +
-                       ": ktrain follows and waits for the runs of target job only, so far; "
-                       "submit without it, and follow the run's pods with 'kubectl logs -l "
-                       "ktrain.dev/run=RUN --all-containers -f'");
-    }
     auto be = open_backend(env, target);
     // What the image needs of the nodes' drivers, unless the project or the build says.
     if (!build && !target.local) fill_cuda_from_image(env, project, {});

@@ -140,14 +140,16 @@ assert runs[0]["nodes"] == 3 or sys.argv[2] == "MPIJob", runs[0]
   echo "ok   $target: submit, dry run, again, delete ($kind)"
 }
 
-# --follow and --wait follow Jobs only, so far: refused before anything is sent.
+# --wait of a PyTorchJob that no operator acts on: it waits, and says why on timeout.
 project pytorchjob pytorch
 set +e
-out="$("$ktrain" submit --run-id follow --follow 2>&1)"; rc=$?
+out="$("$ktrain" submit --run-id wait --wait --timeout 3s 2>&1)"; rc=$?
 set -e
-expect_eq "$rc" 2 "submit --follow of a PyTorchJob is refused"
-expect_contains "$out" "--follow: train.target pytorchjob:" "the refusal names the flag and target"
-! kubectl get pytorchjob/tgt-follow >/dev/null 2>&1 || fail "submit --follow sent the PyTorchJob"
+expect_eq "$rc" 124 "submit --wait of a PyTorchJob without an operator times out"
+expect_contains "$out" "waiting for run tgt-wait (Pending)" "the timeout names the run and its state"
+out="$("$ktrain" status tgt-wait 2>&1)" || fail "status of the PyTorchJob failed: $out"
+expect_contains "$out" "no operator has acted on the PyTorchJob yet" "status says that no operator acted on it"
+"$ktrain" delete tgt-wait >/dev/null || fail "delete tgt-wait failed"
 
 check_target pytorchjob PyTorchJob pytorch yes
 check_target tfjob TFJob tensorflow yes
