@@ -13,31 +13,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/run_status.h"
 #include "base/selector.h"
 #include "project/project.h"
 
 namespace ktrain::backend {
 
-/// The state of a whole run, as `ktrain list` shows it. kStopped: `ktrain stop` took its
-/// pods away; `ktrain resume` starts them again.
-enum class RunState { kPending, kRunning, kSucceeded, kFailed, kStopped, kUnknown };
-
-/// "Pending", "Running", "Succeeded", "Failed", "Stopped", "Unknown".
-const char* to_string(RunState s);
-
-/// One row of `ktrain list`.
-struct RunSummary {
-  std::string name;
-  std::string kind = "train";  ///< "train" (a Job) or "serve" (a Deployment; nodes = replicas)
-  std::string namespace_;      ///< "" for local runs
-  std::string sweep;           ///< the sweep it belongs to (its base name), "" if none
-  RunState state = RunState::kUnknown;
-  int nodes = 0;
-  int gpus = 0;  ///< per node
-  std::chrono::system_clock::time_point created;
-  std::map<std::string, std::string> labels;  ///< the Job's (Deployment's) labels
-  bool queued = false;  ///< waits for a place in its sweep (train.sweep.parallel)
-};
+// The run-state types live in base/run_status.h (kube/run_state makes them too).
+using ::ktrain::RankStatus;
+using ::ktrain::RunState;
+using ::ktrain::RunStatus;
+using ::ktrain::RunSummary;
+using ::ktrain::status_fingerprint;
+using ::ktrain::to_string;
 
 /// One run of a sweep, as `ktrain status SWEEP` shows it.
 struct SweepRun {
@@ -54,30 +42,6 @@ struct ListFilter {
   bool all_namespaces = false;
   LabelSelector selector;  ///< -l: only runs whose labels match
   std::string sweep;       ///< --sweep: only the runs of this sweep
-};
-
-/// One rank (node/pod) of a run, as `ktrain status` shows it.
-struct RankStatus {
-  int index = 0;
-  std::string pod;    ///< pod name, or "node-N" locally
-  std::string phase;  ///< Pending, Running, Succeeded, Failed
-  std::string node;   ///< Kubernetes node, or the host name locally
-  int restarts = 0;
-  std::optional<int> exit_code;
-  std::string reason;   ///< OOMKilled, Error, ImagePullBackOff, Unschedulable, ...
-  std::string message;  ///< termination message or the scheduler's words
-};
-
-/// Everything `ktrain status RUN` shows.
-struct RunStatus {
-  RunSummary summary;
-  std::vector<std::string> conditions;  ///< "Complete", "Failed: BackoffLimitExceeded", ...
-  std::vector<RankStatus> ranks;
-  /// Why the run is pending or failing, in plain words (from conditions and events).
-  std::vector<std::string> explanations;
-  int first_failed = -1;  ///< index of the rank that failed first; -1 when none failed
-  std::optional<std::chrono::system_clock::time_point> started;
-  std::optional<std::chrono::system_clock::time_point> finished;
 };
 
 /// Options of `ktrain submit`.
@@ -127,10 +91,6 @@ using LogSink = std::function<bool(const LogLine&)>;
 
 /// Called with a run's status; returns false to stop watching.
 using StatusCallback = std::function<bool(const RunStatus&)>;
-
-/// A string that changes exactly when something `ktrain status` shows changes (not
-/// the age), to redraw only then.
-std::string status_fingerprint(const RunStatus& s);
 
 /// Runs jobs somewhere. Abstract; the verbs hold a Backend&.
 class Backend {

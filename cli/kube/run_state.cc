@@ -141,7 +141,7 @@ bool is_image_pull_reason(const std::string& r) {
 }
 
 /// The scheduler's reason and message when `pod` is not scheduled (PodScheduled False).
-void unscheduled(const json& pod, backend::RankStatus& rank) {
+void unscheduled(const json& pod, RankStatus& rank) {
   const auto& conds = at_path(pod, {"status", "conditions"});
   if (!conds.is_array()) return;
   for (const auto& c : conds) {
@@ -166,7 +166,7 @@ struct Grouped {
 
 bool waits_for_cuda_node(const json& pod) {
   if (str(pod, {"metadata", "annotations", render::kAnnotationCuda}).empty()) return false;
-  backend::RankStatus r;
+  RankStatus r;
   unscheduled(pod, r);
   return r.reason == "Unschedulable";
 }
@@ -254,8 +254,8 @@ static std::map<std::string, std::string> labels_of(const json& obj) {
   return out;
 }
 
-backend::RunSummary summarize_job(const json& job) {
-  backend::RunSummary s;
+RunSummary summarize_job(const json& job) {
+  RunSummary s;
   s.labels = labels_of(job);
   s.queued = str(job, {"metadata", "labels", render::kLabelQueued}) == "true";
   s.name = str(job, {"metadata", "labels", kLabelRun});
@@ -271,28 +271,27 @@ backend::RunSummary summarize_job(const json& job) {
 
   const auto& st = at_path(job, {"status"});
   if (condition_true(job, "Complete") || condition_true(job, "SuccessCriteriaMet")) {
-    s.state = backend::RunState::kSucceeded;
+    s.state = RunState::kSucceeded;
   } else if (condition_true(job, "Failed") || condition_true(job, "FailureTarget")) {
-    s.state = backend::RunState::kFailed;
+    s.state = RunState::kFailed;
   } else if (at_path(spec, {"suspend"}).is_boolean() && at_path(spec, {"suspend"}).get<bool>()) {
     // Suspended by `ktrain stop`, or else waiting to be let in (Kueue, a patch).
-    s.state = str(job, {"metadata", "labels", kLabelStopped}) == "true"
-                  ? backend::RunState::kStopped
-                  : backend::RunState::kPending;
+    s.state = str(job, {"metadata", "labels", kLabelStopped}) == "true" ? RunState::kStopped
+                                                                        : RunState::kPending;
   } else {
     const int active = integer(at_path(st, {"active"}));
     const auto& ready = at_path(st, {"ready"});
     if (ready.is_number_integer()) {
-      s.state = ready.get<int>() > 0 ? backend::RunState::kRunning : backend::RunState::kPending;
+      s.state = ready.get<int>() > 0 ? RunState::kRunning : RunState::kPending;
     } else {
-      s.state = active > 0 ? backend::RunState::kRunning : backend::RunState::kPending;
+      s.state = active > 0 ? RunState::kRunning : RunState::kPending;
     }
   }
   return s;
 }
 
-backend::RunSummary summarize_operator(const json& obj) {
-  backend::RunSummary s;
+RunSummary summarize_operator(const json& obj) {
+  RunSummary s;
   const std::string kind = str(obj, {"kind"});
   const bool serving = kind == "InferenceService" || kind == "LeaderWorkerSet";
   s.kind = serving ? "serve" : "train";
@@ -360,19 +359,18 @@ backend::RunSummary summarize_operator(const json& obj) {
   if (serving) {
     const bool ready = kind == "InferenceService" ? condition_true(obj, "Ready")
                                                   : condition_true(obj, "Available");
-    s.state = ready ? backend::RunState::kRunning : backend::RunState::kPending;
+    s.state = ready ? RunState::kRunning : RunState::kPending;
   } else if (condition_true(obj, "Succeeded") || condition_true(obj, "Complete") ||
              condition_true(obj, "Completed")) {
-    s.state = backend::RunState::kSucceeded;
+    s.state = RunState::kSucceeded;
   } else if (condition_true(obj, "Failed")) {
-    s.state = backend::RunState::kFailed;
+    s.state = RunState::kFailed;
   } else if (suspended || condition_true(obj, "Suspended")) {
     // Suspended by `ktrain stop`, or else waiting to be let in (Kueue).
-    s.state = str(obj, {"metadata", "labels", kLabelStopped}) == "true"
-                  ? backend::RunState::kStopped
-                  : backend::RunState::kPending;
+    s.state = str(obj, {"metadata", "labels", kLabelStopped}) == "true" ? RunState::kStopped
+                                                                        : RunState::kPending;
   } else if (condition_true(obj, "Running")) {
-    s.state = backend::RunState::kRunning;
+    s.state = RunState::kRunning;
   } else {
     // JobSet and TrainJob: running once a Job of theirs has active pods.
     int active = 0;
@@ -381,7 +379,7 @@ backend::RunSummary summarize_operator(const json& obj) {
       if (!js.is_array()) continue;
       for (const auto& j : js) active += integer(at_path(j, {"active"}));
     }
-    s.state = active > 0 ? backend::RunState::kRunning : backend::RunState::kPending;
+    s.state = active > 0 ? RunState::kRunning : RunState::kPending;
   }
   return s;
 }
@@ -390,8 +388,8 @@ bool managed_by_ktrain(const json& obj) {
   return str(obj, {"metadata", "labels", kLabelManagedBy}) == "ktrain";
 }
 
-backend::RunSummary summarize_deployment(const json& d) {
-  backend::RunSummary s;
+RunSummary summarize_deployment(const json& d) {
+  RunSummary s;
   s.kind = "serve";
   s.labels = labels_of(d);
   s.name = str(d, {"metadata", "labels", kLabelRun});
@@ -402,13 +400,12 @@ backend::RunSummary summarize_deployment(const json& d) {
   if (cs.is_array() && !cs.empty()) s.gpus = gpus_of(cs[0]);
   if (auto t = time_at(d, {"metadata", "creationTimestamp"})) s.created = *t;
   const int ready = integer(at_path(d, {"status", "readyReplicas"}));
-  s.state =
-      s.nodes > 0 && ready >= s.nodes ? backend::RunState::kRunning : backend::RunState::kPending;
+  s.state = s.nodes > 0 && ready >= s.nodes ? RunState::kRunning : RunState::kPending;
   return s;
 }
 
-backend::RunStatus describe_service(const json& d, const std::vector<json>& pods) {
-  backend::RunStatus rs;
+RunStatus describe_service(const json& d, const std::vector<json>& pods) {
+  RunStatus rs;
   const std::string kind = str(d, {"kind"});
   rs.summary =
       kind.empty() || kind == "Deployment" ? summarize_deployment(d) : summarize_operator(d);
@@ -430,7 +427,7 @@ backend::RunStatus describe_service(const json& d, const std::vector<json>& pods
   Grouped waiting;
   for (std::size_t i = 0; i < sorted.size(); ++i) {
     const json& pod = *sorted[i];
-    backend::RankStatus r;
+    RankStatus r;
     r.index = static_cast<int>(i);
     r.pod = str(pod, {"metadata", "name"});
     r.phase = str(pod, {"status", "phase"});
@@ -546,11 +543,10 @@ std::string operator_hint(const std::string& kind) {
 
 }  // namespace
 
-backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
-                                const std::vector<json>& events,
-                                std::chrono::system_clock::time_point now,
-                                const std::vector<json>& nodes) {
-  backend::RunStatus rs;
+RunStatus describe_run(const json& job, const std::vector<json>& pods,
+                       const std::vector<json>& events, std::chrono::system_clock::time_point now,
+                       const std::vector<json>& nodes) {
+  RunStatus rs;
   // A Job (list items may leave the kind out), or an operator's object.
   std::string kind = str(job, {"kind"});
   if (kind.empty()) kind = "Job";
@@ -641,8 +637,8 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
     return a ? a : b;
   };
 
-  const bool ended = rs.summary.state == backend::RunState::kSucceeded ||
-                     rs.summary.state == backend::RunState::kFailed;
+  const bool ended =
+      rs.summary.state == RunState::kSucceeded || rs.summary.state == RunState::kFailed;
   Grouped unschedulable, image_pull, config_error, oom, failed, scaling_up, no_scale_up;
   // For each scale-up in progress, when the first of its pods asked for it.
   std::map<std::string, std::chrono::system_clock::time_point> scale_up_since;
@@ -650,12 +646,12 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
   std::set<int> launcher_image_ranks;  // ranks that cannot pull the launcher image
   const int n = std::max(rs.summary.nodes, newest.empty() ? 0 : newest.rbegin()->first + 1);
   for (int i = 0; i < n; ++i) {
-    backend::RankStatus rank;
+    RankStatus rank;
     rank.index = i;
     auto it = newest.find(i);
     if (it == newest.end()) {
       if (ended) continue;
-      const bool stopped = rs.summary.state == backend::RunState::kStopped;
+      const bool stopped = rs.summary.state == RunState::kStopped;
       rank.phase = stopped ? "Stopped" : "Pending";
       rank.reason = stopped ? "" : "NotCreated";
       rs.ranks.push_back(rank);
@@ -771,15 +767,16 @@ backend::RunStatus describe_run(const json& job, const std::vector<json>& pods,
   }
 
   const bool queued = str(job, {"metadata", "labels", render::kLabelQueued}) == "true";
-  if (queued && rs.summary.state == backend::RunState::kPending) {
+  if (queued && rs.summary.state == RunState::kPending) {
     rs.explanations.push_back(
         "waits for a place in its sweep (train.sweep.parallel): 'ktrain submit' starts it when "
         "another run of the sweep ends; 'ktrain resume " +
         rs.summary.name + "' starts it now");
-  } else if (rs.summary.state == backend::RunState::kStopped) {
+  } else if (rs.summary.state == RunState::kStopped) {
     const auto at = str(job, {"metadata", "annotations", kAnnotationStoppedAt});
     rs.explanations.push_back("stopped by 'ktrain stop'" + (at.empty() ? "" : " at " + at) +
-                              ": its pods are gone, the " + kind + " and its status are kept; 'ktrain "
+                              ": its pods are gone, the " + kind +
+                              " and its status are kept; 'ktrain "
                               "resume " +
                               rs.summary.name + "' starts it again");
   } else if (suspended(job) && !ended) {

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/backend.h"
+#include "base/run_status.h"
 
 namespace ktrain::kube {
 
@@ -27,22 +27,22 @@ inline constexpr const char* kCompletionIndex = "batch.kubernetes.io/job-complet
 bool managed_by_ktrain(const nlohmann::json& obj);
 
 /// The state, size and age of a training Job.
-backend::RunSummary summarize_job(const nlohmann::json& job);
+RunSummary summarize_job(const nlohmann::json& job);
 
 /// The state, size and age of a service's Deployment (kind "serve"): Running when
 /// every replica it asks for is ready, else Pending; nodes = the replicas asked for.
-backend::RunSummary summarize_deployment(const nlohmann::json& deployment);
+RunSummary summarize_deployment(const nlohmann::json& deployment);
 
 /// The state, size and age of an operator's object (train.target / serve.target other
 /// than the defaults: PyTorchJob, TFJob, MPIJob, JobSet, TrainJob, InferenceService,
 /// LeaderWorkerSet), from its own conditions and status.
-backend::RunSummary summarize_operator(const nlohmann::json& obj);
+RunSummary summarize_operator(const nlohmann::json& obj);
 
 /// `ktrain status` of a service: its Deployment's (InferenceService's,
 /// LeaderWorkerSet's) conditions, one row per pod (oldest first), and why replicas
 /// cannot start.
-backend::RunStatus describe_service(const nlohmann::json& deployment,
-                                    const std::vector<nlohmann::json>& pods);
+RunStatus describe_service(const nlohmann::json& deployment,
+                           const std::vector<nlohmann::json>& pods);
 
 /// The labels the Kubeflow Training Operator puts on its pods: "master", "worker",
 /// "launcher"; the replica's index among those of its type.
@@ -66,11 +66,10 @@ std::string log_container(const nlohmann::json& pod);
 /// order; for a rank with several pods the newest counts) and the events in its namespace (those
 /// about other objects are ignored). `now` dates how long a pod has waited for the Cluster
 /// Autoscaler. `nodes` (may be empty: not readable) explain a pod that no node's driver can run.
-backend::RunStatus describe_run(
-    const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
-    const std::vector<nlohmann::json>& events,
-    std::chrono::system_clock::time_point now = std::chrono::system_clock::now(),
-    const std::vector<nlohmann::json>& nodes = {});
+RunStatus describe_run(const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
+                       const std::vector<nlohmann::json>& events,
+                       std::chrono::system_clock::time_point now = std::chrono::system_clock::now(),
+                       const std::vector<nlohmann::json>& nodes = {});
 
 /// Whether `pod` is unscheduled and carries the CUDA version its image needs
 /// (render::kAnnotationCuda): then the nodes tell why (cuda_unschedulable).

@@ -7,7 +7,7 @@
 
 #include "kube/run_state.h"
 
-using ktrain::backend::RunState;
+using ktrain::RunState;
 using ktrain::kube::summarize_operator;
 using nlohmann::json;
 

@@ -5,7 +5,7 @@
 #include "base/timefmt.h"
 #include "kube/run_state.h"
 
-using ktrain::backend::RunState;
+using ktrain::RunState;
 using nlohmann::json;
 
 namespace {

@@ -1,0 +1,62 @@
+#pragma once
+// What ktrain knows of a run's state, as `list` and `status` show it: shared by the
+// backends, which make it, and kube/run_state, which reads it from the cluster's objects.
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ktrain {
+
+/// The state of a whole run, as `ktrain list` shows it. kStopped: `ktrain stop` took its
+/// pods away; `ktrain resume` starts them again.
+enum class RunState { kPending, kRunning, kSucceeded, kFailed, kStopped, kUnknown };
+
+/// "Pending", "Running", "Succeeded", "Failed", "Stopped", "Unknown".
+const char* to_string(RunState s);
+
+/// One row of `ktrain list`.
+struct RunSummary {
+  std::string name;
+  std::string kind = "train";  ///< "train" (a Job) or "serve" (a Deployment; nodes = replicas)
+  std::string namespace_;      ///< "" for local runs
+  std::string sweep;           ///< the sweep it belongs to (its base name), "" if none
+  RunState state = RunState::kUnknown;
+  int nodes = 0;
+  int gpus = 0;  ///< per node
+  std::chrono::system_clock::time_point created;
+  std::map<std::string, std::string> labels;  ///< the Job's (Deployment's) labels
+  bool queued = false;  ///< waits for a place in its sweep (train.sweep.parallel)
+};
+
+/// One rank (node/pod) of a run, as `ktrain status` shows it.
+struct RankStatus {
+  int index = 0;
+  std::string pod;    ///< pod name, or "node-N" locally
+  std::string phase;  ///< Pending, Running, Succeeded, Failed
+  std::string node;   ///< Kubernetes node, or the host name locally
+  int restarts = 0;
+  std::optional<int> exit_code;
+  std::string reason;   ///< OOMKilled, Error, ImagePullBackOff, Unschedulable, ...
+  std::string message;  ///< termination message or the scheduler's words
+};
+
+/// Everything `ktrain status RUN` shows.
+struct RunStatus {
+  RunSummary summary;
+  std::vector<std::string> conditions;  ///< "Complete", "Failed: BackoffLimitExceeded", ...
+  std::vector<RankStatus> ranks;
+  /// Why the run is pending or failing, in plain words (from conditions and events).
+  std::vector<std::string> explanations;
+  int first_failed = -1;  ///< index of the rank that failed first; -1 when none failed
+  std::optional<std::chrono::system_clock::time_point> started;
+  std::optional<std::chrono::system_clock::time_point> finished;
+};
+
+/// A string that changes exactly when something `ktrain status` shows changes (not
+/// the age), to redraw only then.
+std::string status_fingerprint(const RunStatus& s);
+
+}  // namespace ktrain
