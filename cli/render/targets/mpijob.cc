@@ -22,6 +22,9 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
   auto [job, labels] = kubeflow_job(ctx, "mpijob.yaml", run, sweep, point);
 
   auto& spec = job["spec"];
+  // The Workers only serve the Launcher's mpirun: once it has ended, the operator
+  // removes those still running (their GPUs go back), and keeps the Launcher's log.
+  spec["runPolicy"]["cleanPodPolicy"] = "Running";
   spec["slotsPerWorker"] = t.processes_per_node > 0 ? t.processes_per_node
                            : t.gpus > 0             ? t.gpus
                                                     : 1;
