@@ -92,6 +92,40 @@ using LogSink = std::function<bool(const LogLine&)>;
 /// Called with a run's status; returns false to stop watching.
 using StatusCallback = std::function<bool(const RunStatus&)>;
 
+/// Options of `ktrain serve`.
+struct ServeOptions {
+  bool wait = true;  ///< until the service is ready (else: applied, and back)
+  std::chrono::seconds timeout{600};
+  bool dry_run_server = false;  ///< cluster only: validated by the server, nothing kept
+  /// Hears what the wait is waiting for, each time that changes.
+  std::function<void(const std::string&)> progress;
+};
+
+/// What `serve` did.
+struct ServeResult {
+  std::vector<std::string> objects;  ///< "deployment.apps/NAME"... (-o name)
+  bool waited = false;               ///< it waited (opts.wait, not a dry run)
+  bool ready = false;                ///< it waited and the service is ready
+  /// Ready: how it stands ("rolled out, 2 replicas available"); not ready after the
+  /// timeout: what it was waiting for.
+  std::string message;
+};
+
+/// What `ktrain scale` was asked to do.
+struct ScaleRequest {
+  std::string name;  ///< the serve name (its Deployment, InferenceService, LeaderWorkerSet)
+  std::optional<int> replicas;
+  std::optional<int> min;
+  std::optional<int> max;
+};
+
+/// What `scale` changed, one line each ("deployment.apps/web scaled"), and what the
+/// user should know (an autoscaler that will change the replicas again).
+struct ScaleResult {
+  std::vector<std::string> changed;
+  std::vector<std::string> warnings;
+};
+
 /// Runs jobs somewhere. Abstract; the verbs hold a Backend&.
 class Backend {
  public:
@@ -126,6 +160,15 @@ class Backend {
   /// says stop.
   virtual void watch_status(const std::string& run, const StatusCallback& on_change,
                             const std::function<bool()>& cancelled) = 0;
+  /// Starts (or updates) the project's service and, with opts.wait, waits until it is
+  /// ready; throws Error when it cannot become ready by itself.
+  virtual ServeResult serve(const project::Project& project, const ServeOptions& opts) = 0;
+  /// Changes a service's replicas or its autoscaler's range; throws Error when there
+  /// is no such service, UsageError when the request does not fit it.
+  virtual ScaleResult scale(const ScaleRequest& req) = 0;
+  /// What runs the runs, for `ktrain version --server`: {"server": where, ...}; the
+  /// API server's version as "serverVersion".
+  virtual nlohmann::ordered_json server_version() = 0;
 };
 
 }  // namespace ktrain::backend

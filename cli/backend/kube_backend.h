@@ -73,6 +73,18 @@ class KubeBackend : public Backend {
   /// the run's label.
   void remove(const std::string& run) override;
 
+  /// Applies the project's serving objects of its serve.target (checking first that the
+  /// cluster serves its API) and, with opts.wait, polls the workload until it is ready
+  /// as the target defines it (kube/rollout.h). An autoscaled Deployment keeps the
+  /// replicas its HPA gave it; a disruption budget left from more replicas goes.
+  ServeResult serve(const project::Project& project, const ServeOptions& opts) override;
+  /// The Deployment's or LeaderWorkerSet's scale subresource and the HPA that targets
+  /// it, or an InferenceService's own minReplicas/maxReplicas; the kinds are looked for
+  /// at once, those whose CRD is missing passed over.
+  ScaleResult scale(const ScaleRequest& req) override;
+  /// The API server's /version and (credentials taken out) URL.
+  nlohmann::ordered_json server_version() override;
+
   /// Applies `objects` in dependency order (Secrets; Services, PodGroups, ConfigMaps;
   /// then the rest), concurrently within a step; returns their "kind.group/name" refs.
   /// Secrets are created (POST) and left alone when they exist.

@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "base/random.h"
 #include "base/timefmt.h"
+#include "net/curl_transport.h"
 #include "project/sweep.h"
 #include "render/workloads.h"
 
@@ -92,6 +93,7 @@ void spawn_keeper(const std::string& ktrain, const std::string& dir) {
 RunSummary summary_of(const LocalRun& run) {
   RunSummary s;
   s.name = run.name;
+  s.kind = run.kind;
   s.sweep = run.sweep;
   s.labels = run.labels;
   s.queued = run.queued;
@@ -593,6 +595,141 @@ void LocalBackend::watch_status(const std::string& run, const StatusCallback& on
     if (st.summary.state == RunState::kSucceeded || st.summary.state == RunState::kFailed) return;
     env_.clock->sleep_for(std::chrono::milliseconds(200));
   }
+}
+
+}  // namespace ktrain::backend
+
+namespace ktrain::backend {
+
+ServeResult LocalBackend::serve(const project::Project& project, const ServeOptions& opts) {
+  if (!project.serve) {
+    throw UsageError(project.file +
+                     ": there is no serve section (use 'ktrain submit' for training)");
+  }
+  const auto& sv = *project.serve;
+  if (opts.dry_run_server) {
+    throw UsageError("--dry-run=server asks a cluster; it cannot be combined with --local");
+  }
+  if (sv.target != "deployment") {
+    throw UsageError("serve.target " + sv.target +
+                     ": its operator serves it on a cluster; on this machine ktrain runs "
+                     "serve.command as one process (serve.target deployment)");
+  }
+  if (sv.command.empty()) {
+    throw UsageError(project.file +
+                     ": serve.command is empty: on this machine ktrain runs serve.command "
+                     "(the image's entrypoint runs only in a container)");
+  }
+  std::error_code ec;
+  fs::create_directories(root_, ec);
+  if (ec) throw Error("cannot create '" + root_ + "': " + ec.message());
+  // A service is named after its project, as its Deployment is. Serving again leaves a
+  // running one as it is (as an apply that changes nothing); one that has ended is
+  // started anew.
+  const std::string name = project.name;
+  const std::string dir = run_dir(name);
+  ServeResult result;
+  result.objects.push_back("localservice/" + name);
+  bool running = false;
+  if (has_run(name)) {
+    LocalRun old = read_local_run(dir);
+    settle_orphaned(old);
+    if (old.kind != "serve") {
+      throw Error("serving " + name + ": a local run named \"" + name +
+                  "\" exists ('ktrain delete " + name + "' removes it)");
+    }
+    running = old.state == RunState::kRunning || old.state == RunState::kPending;
+    if (!running) {
+      fs::remove_all(dir, ec);
+      if (ec) throw Error("cannot remove '" + dir + "': " + ec.message());
+    }
+  }
+  const int port = sv.readiness && sv.readiness->port ? sv.readiness->port : sv.port;
+  if (!running) {
+    LocalRun run;
+    run.name = name;
+    run.kind = "serve";
+    run.port = sv.port;
+    run.project = project.name;
+    const auto labels = render::detail::common_labels(project, name, "");
+    for (const auto& [k, v] : labels.items()) run.labels[k] = v.template get<std::string>();
+    run.directory = project.directory;
+    run.launcher = programs_.launcher;
+    run.command = sv.command;
+    run.env = sv.env;
+    run.framework = "none";
+    run.preflight = "off";
+    run.nodes = 1;
+    run.nproc = 1;
+    run.gpus = sv.gpus;
+    run.created = format_rfc3339_nanos(env_.clock->now());
+    if (!fs::create_directory(dir, ec)) {
+      throw Error("cannot create the service folder '" + dir + "': " + ec.message());
+    }
+    write_private_file(dir + "/secret", random_hex(32) + "\n");
+    write_local_run(dir, run);
+    start_keeper(dir, run);
+  }
+  if (!opts.wait) return result;
+
+  // Ready when it answers: the readiness path with a 2xx or 3xx, else any HTTP answer.
+  result.waited = true;
+  const std::string path = sv.readiness ? sv.readiness->path : "/";
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + path;
+  const std::string waiting = "Waiting for " + name + " to answer on " + url;
+  if (opts.progress) opts.progress(waiting);
+  net::CurlTransport http;
+  const auto deadline = env_.clock->steady_now() + opts.timeout;
+  while (true) {
+    LocalRun run = read_local_run(dir);
+    settle_orphaned(run);
+    if (run.state == RunState::kFailed || run.state == RunState::kSucceeded ||
+        run.state == RunState::kStopped) {
+      std::string last;
+      LogOptions lo;
+      lo.tail = 10;
+      logs(name, lo, [&last](const LogLine& l) {
+        last += "\n  " + l.text;
+        return true;
+      });
+      throw Error("serving " + name + ": serve.command ended (" + to_string(run.state) +
+                  (run.reason.empty() ? "" : ": " + run.reason) + ") before it answered" +
+                  (last.empty() ? "" : "; its last lines:" + last));
+    }
+    net::Request req;
+    req.method = "GET";
+    req.url = url;
+    req.timeout = std::chrono::milliseconds(2000);
+    const auto resp = http.perform(req);
+    const bool answered = resp.failure == net::TransportFailure::kNone && resp.status > 0;
+    if (answered && (!sv.readiness || (resp.status >= 200 && resp.status < 400))) {
+      result.ready = true;
+      result.message = "serving on http://127.0.0.1:" + std::to_string(sv.port) + " (pid " +
+                       std::to_string(run.node_status.empty() ? 0 : run.node_status[0].pid) + ")";
+      return result;
+    }
+    if (env_.clock->steady_now() >= deadline) {
+      result.message =
+          waiting + (answered ? " (it answers " + std::to_string(resp.status) + ")" : "");
+      return result;
+    }
+    env_.clock->sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+ScaleResult LocalBackend::scale(const ScaleRequest& req) {
+  if (has_run(req.name) && read_local_run(run_dir(req.name)).kind == "serve") {
+    throw UsageError("scale " + req.name +
+                     ": a local service is one process on this machine; its replicas are "
+                     "scaled on a cluster");
+  }
+  throw Error("scale " + req.name + ": no local service of that name (see 'ktrain list --local')");
+}
+
+nlohmann::ordered_json LocalBackend::server_version() {
+  char host[256] = "localhost";
+  ::gethostname(host, sizeof host - 1);
+  return {{"server", std::string("local: ") + host + " (" + programs_.launcher + ")"}};
 }
 
 }  // namespace ktrain::backend

@@ -41,6 +41,16 @@ class LocalBackend : public Backend {
   void watch_status(const std::string& run, const StatusCallback& on_change,
                     const std::function<bool()>& cancelled) override;
 
+  /// Runs serve.command as one process on this machine, under a keeper as a run's
+  /// nodes are (listed, followed and deleted as a run, of kind serve), and with
+  /// opts.wait polls http://127.0.0.1:PORT until it answers (the readiness path with 2xx
+  /// or 3xx). A service of that name that runs is left as it is.
+  ServeResult serve(const project::Project& project, const ServeOptions& opts) override;
+  /// A local service has one process: UsageError.
+  ScaleResult scale(const ScaleRequest& req) override;
+  /// {"server": "local: HOST (ktrain-launch's path)"}.
+  nlohmann::ordered_json server_version() override;
+
   /// Whether a local run with this name exists.
   bool has_run(const std::string& run) const;
 

@@ -40,6 +40,8 @@ nlohmann::json to_json(const LocalRun& run) {
     nodes.push_back(std::move(j));
   }
   return {{"name", run.name},
+          {"kind", run.kind},
+          {"port", run.port},
           {"sweep", run.sweep},
           {"project", run.project},
           {"labels", run.labels},
@@ -66,6 +68,8 @@ nlohmann::json to_json(const LocalRun& run) {
 LocalRun local_run_from_json(const nlohmann::json& j) {
   LocalRun run;
   run.name = j.at("name").get<std::string>();
+  run.kind = j.value("kind", "train");
+  run.port = j.value("port", 0);
   run.sweep = j.value("sweep", "");
   run.project = j.value("project", "");
   run.grace_s = j.value("gracePeriod", 30);

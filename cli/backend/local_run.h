@@ -32,7 +32,9 @@ struct LocalNode {
 /// run.json.
 struct LocalRun {
   std::string name;
-  std::string sweep;  ///< the sweep's base name, "" when not part of a sweep
+  std::string kind = "train";  ///< "train", or "serve": a service's one process (serve --local)
+  int port = 0;                ///< a service's serve.port
+  std::string sweep;           ///< the sweep's base name, "" when not part of a sweep
   std::string project;
   std::map<std::string, std::string> labels;  ///< as a cluster run's Job has them
   std::string directory;                      ///< where the command runs (the project's folder)

@@ -7,7 +7,6 @@
 
 #include "base/error.h"
 #include "cmd/run_common.h"
-#include "kube/connection.h"
 
 namespace ktrain::cmd {
 
@@ -15,6 +14,10 @@ namespace {
 
 struct VersionOptions {
   bool server = false;
+  TargetFlags target;
+
+  /// --server, or --local (which names what serves the runs).
+  bool ask_server() const { return server || target.local; }
 
   int run(Env& env) const {
     const std::string& o = env.global.output;
@@ -23,27 +26,27 @@ struct VersionOptions {
     }
     nlohmann::ordered_json j;
     j["clientVersion"] = {{"version", KTRAIN_VERSION}};
-    if (server) {
-      // The API server's /version, as `kubectl version` shows it.
-      kube::Connection connection(env);
-      auto& client = connection.client();
-      const nlohmann::json v = with_context("asking the API server for its version",
-                                            [&] { return client.get("/version"); });
-      j["serverVersion"] = nlohmann::ordered_json::parse(v.dump());
-      j["server"] = net::redact_url(client.config().cluster.server);
+    if (ask_server()) {
+      // What runs the runs: the API server of the context (its /version, as `kubectl
+      // version` shows it), or this machine with --local.
+      auto be = open_backend(env, target);
+      const nlohmann::ordered_json answer = be->server_version();
+      for (auto it = answer.begin(); it != answer.end(); ++it) j[it.key()] = it.value();
     }
     if (o == "json" || o == "yaml") {
       print_document(env, j, o);
       return exit_code::kOk;
     }
     *env.out << "ktrain " << KTRAIN_VERSION << "\n";
-    if (server) {
+    if (j.contains("serverVersion")) {
       const auto& sv = j["serverVersion"];
       std::string version = sv.value("gitVersion", "");
       if (version.empty()) version = sv.value("major", "?") + "." + sv.value("minor", "?");
       *env.out << "server " << version;
       if (sv.contains("platform")) *env.out << " (" << sv.value("platform", "") << ")";
       *env.out << " at " << j.value("server", "") << "\n";
+    } else if (j.contains("server")) {
+      *env.out << "server " << j.value("server", "") << "\n";
     }
     return exit_code::kOk;
   }
@@ -56,6 +59,7 @@ void add_version_command(CLI::App& app, Env& env, CommandResult& result) {
   auto* sub = app.add_subcommand("version", "Print the client version (and the API server's)");
   sub->add_flag("--server", opts->server,
                 "Also ask the API server of the current context for its version");
+  opts->target.add_to(*sub);
   sub->callback([opts, &env, &result] { result.status = opts->run(env); });
 }
 

@@ -99,7 +99,7 @@ k scale web --min 9
 expect_eq "$rc" "2" "scale --min above the maximum: exit 2"
 k scale nosuch --replicas 1
 expect_eq "$rc" "1" "scale of an unknown deployment: exit 1"
-expect_contains "$err" "deployment \"nosuch\" not found in namespace \"default\"" "scale of an unknown deployment: message"
+expect_contains "$err" "\"nosuch\" not found in namespace \"default\": no Deployment, InferenceService or LeaderWorkerSet of that name" "scale of an unknown deployment: message"
 echo "== fewer than 2 replicas: no budget; the Deployment's deletion takes everything"
 k_ok "serve with min 1" serve -f web.yaml --no-wait --set serve.autoscale.min=1
 expect_eq "$(kubectl get pdb -l ktrain.dev/run=web -o name)" "" "serving with a minimum of 1 removes the budget (it would block drains)"

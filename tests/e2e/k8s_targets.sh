@@ -210,7 +210,7 @@ scale_lws() {
   out="$("$ktrain" scale api --min 2 2>&1)"; rc=$?
   set -e
   expect_eq "$rc" 1 "lws: scale --min without an autoscaler fails"
-  expect_contains "$out" "none controls leaderworkerset.leaderworkerset.x-k8s.io/api" "lws: scale --min says why"
+  expect_contains "$out" "none controls leaderworkerset \"api\"" "lws: scale --min says why"
 }
 now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 check_serve kserve InferenceService \

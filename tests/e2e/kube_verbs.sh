@@ -301,7 +301,7 @@ k -n ml-serving scale resnet50-serve
 expect_eq "$rc" "2" "scale without a change: exit 2"
 k -n ml-serving scale nosuch --replicas 1
 expect_eq "$rc" "1" "scale of an unknown deployment: exit 1"
-expect_eq "$err" "ktrain: error: scaling nosuch: deployment \"nosuch\" not found in namespace \"ml-serving\" (pass -n NAMESPACE to look in another)" "scale of an unknown deployment: message"
+expect_eq "$err" "ktrain: error: scaling nosuch: \"nosuch\" not found in namespace \"ml-serving\": no Deployment, InferenceService or LeaderWorkerSet of that name (pass -n NAMESPACE to look in another)" "scale of an unknown deployment: message"
 cat >"$work/web.yaml" <<'YAML'
 name: web
 image: registry.example.com/ml/web:1.0.0

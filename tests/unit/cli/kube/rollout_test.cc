@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cmd/serve.h"
+#include "kube/rollout.h"
 
-using ktrain::cmd::target_ready_state;
+using ktrain::kube::target_ready_state;
 using nlohmann::json;
 
 TEST_CASE("serve: an InferenceService is ready when KServe says Ready, and says why not") {
