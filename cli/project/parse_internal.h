@@ -269,23 +269,20 @@ class Checker {
 
   std::optional<std::string> dns_label(const Value& v, const std::string& path, std::size_t max,
                                        const std::string& example) {
-    auto s = scalar(v, path, "a name like " + example);
-    if (!s) return std::nullopt;
-    if (s->size() > max) {
-      expected(v, path,
-               "a name of at most " + std::to_string(max) + " characters (it has " +
-                   std::to_string(s->size()) + ")");
-      return std::nullopt;
-    }
-    if (!is_dns1123_label(*s)) {
-      expected(v, path, std::string("a DNS-1123 label (") + kNameRule + ") like " + example);
-      return std::nullopt;
-    }
-    return s;
+    return dns_name(v, path, max, example, is_dns1123_label,
+                    std::string("a DNS-1123 label (") + kNameRule + ")");
   }
 
   std::optional<std::string> dns_subdomain(const Value& v, const std::string& path, std::size_t max,
                                            const std::string& example) {
+    return dns_name(v, path, max, example, is_dns1123_subdomain,
+                    std::string("a DNS-1123 name (") + kNameRule + ", and '.')");
+  }
+
+  /// A name of at most `max` characters that `valid` accepts (`what` says which rule).
+  std::optional<std::string> dns_name(const Value& v, const std::string& path, std::size_t max,
+                                      const std::string& example, bool (*valid)(std::string_view),
+                                      const std::string& what) {
     auto s = scalar(v, path, "a name like " + example);
     if (!s) return std::nullopt;
     if (s->size() > max) {
@@ -294,9 +291,8 @@ class Checker {
                    std::to_string(s->size()) + ")");
       return std::nullopt;
     }
-    if (!is_dns1123_subdomain(*s)) {
-      expected(v, path,
-               std::string("a DNS-1123 name (") + kNameRule + ", and '.') like " + example);
+    if (!valid(*s)) {
+      expected(v, path, what + " like " + example);
       return std::nullopt;
     }
     return s;
