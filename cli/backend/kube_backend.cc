@@ -708,8 +708,9 @@ std::vector<RunSummary> KubeBackend::list(const ListFilter& filter) {
   lo.limit = 250;
   lo.drop_keys = kSummaryDropKeys;
   std::vector<RunSummary> out;
-  client_.list(kube::collection_path(type, ns), lo,
-               [&out](json& job) { out.push_back(kube::summarize_job(job)); });
+  client_.list(kube::collection_path(type, ns), lo, [&out](json& job) {
+    if (!kube::has_controller(job)) out.push_back(kube::summarize_job(job));
+  });
   // And the services (`ktrain serve`): their Deployments. A sweep has none.
   if (filter.sweep.empty()) {
     client_.list(kube::collection_path(kube::resource_type("apps/v1", "Deployment"), ns), lo,
@@ -781,7 +782,10 @@ void KubeBackend::watch_list(const ListFilter& filter,
       h.on_list = [&](std::vector<json>& items) {
         std::lock_guard<std::mutex> lk(mu);
         me.runs.clear();
-        for (auto& o : items) me.runs[o["metadata"].value("uid", "")] = summarize(me, o);
+        for (auto& o : items) {
+          if (me.type.kind == "Job" && kube::has_controller(o)) continue;  // a JobSet's
+          me.runs[o["metadata"].value("uid", "")] = summarize(me, o);
+        }
         me.listed = true;
         ++version;
         cv.notify_all();
@@ -791,7 +795,7 @@ void KubeBackend::watch_list(const ListFilter& filter,
         const std::string uid = o["metadata"].value("uid", "");
         if (type == "DELETED") {
           me.runs.erase(uid);
-        } else {
+        } else if (me.type.kind != "Job" || !kube::has_controller(o)) {
           me.runs[uid] = summarize(me, o);
         }
         ++version;
@@ -946,40 +950,64 @@ std::vector<SweepRun> KubeBackend::sweep_runs(const std::string& sweep) {
   lo.drop_keys = kSummaryDropKeys;
   std::erase(lo.drop_keys, std::string("annotations"));
   std::vector<SweepRun> out;
-  client_.list(
-      kube::collection_path(kube::resource_type("batch/v1", "Job"), ns), lo, [&out](json& job) {
-        SweepRun r;
-        r.summary = kube::summarize_job(job);
-        const auto& md = job["metadata"];
-        if (md.contains("annotations") && md["annotations"].is_object()) {
-          const std::string params = md["annotations"].value(render::kAnnotationParams, "");
-          try {
-            const auto j = ordered_json::parse(params.empty() ? "{}" : params);  // file order
-            for (const auto& [k, v] : j.items()) {
-              if (v.is_string()) r.params.emplace_back(k, v.get<std::string>());
-            }
-          } catch (const std::exception&) {
+  // A run of the sweep: its Job, or its operator's object (train.target).
+  auto add = [&out](json& obj, const std::string& kind) {
+    SweepRun r;
+    if (kind == "Job") {
+      r.summary = kube::summarize_job(obj);
+    } else {
+      obj["kind"] = kind;  // (a list's items may leave it out)
+      r.summary = kube::summarize_operator(obj);
+    }
+    const auto& md = obj["metadata"];
+    if (md.contains("annotations") && md["annotations"].is_object()) {
+      const std::string params = md["annotations"].value(render::kAnnotationParams, "");
+      try {
+        const auto j = ordered_json::parse(params.empty() ? "{}" : params);  // file order
+        for (const auto& [k, v] : j.items()) {
+          if (v.is_string()) r.params.emplace_back(k, v.get<std::string>());
+        }
+      } catch (const std::exception&) {
+      }
+    }
+    const auto& st = obj["status"];
+    if (st.is_object()) {
+      r.started = parse_rfc3339(st.value("startTime", ""));
+      r.finished = parse_rfc3339(st.value("completionTime", ""));
+      if (!r.finished && st.contains("conditions") && st["conditions"].is_array()) {
+        for (const auto& c : st["conditions"]) {
+          // The ending conditions, set before completionTime is (the Job's, and the
+          // operators': Succeeded, Completed).
+          const std::string type = c.value("type", "");
+          if ((type == "Failed" || type == "FailureTarget" || type == "Complete" ||
+               type == "SuccessCriteriaMet" || type == "Succeeded" || type == "Completed") &&
+              c.value("status", "") == "True" && !r.finished) {
+            r.finished = parse_rfc3339(c.value("lastTransitionTime", ""));
           }
         }
-        const auto& st = job["status"];
-        if (st.is_object()) {
-          r.started = parse_rfc3339(st.value("startTime", ""));
-          r.finished = parse_rfc3339(st.value("completionTime", ""));
-          if (!r.finished && st.contains("conditions")) {
-            for (const auto& c : st["conditions"]) {
-              // The ending conditions, set before completionTime is.
-              const std::string type = c.value("type", "");
-              if ((type == "Failed" || type == "FailureTarget" || type == "Complete" ||
-                   type == "SuccessCriteriaMet") &&
-                  c.value("status", "") == "True" && !r.finished) {
-                r.finished = parse_rfc3339(c.value("lastTransitionTime", ""));
-              }
-            }
-          }
-        }
-        if (r.summary.state == RunState::kSucceeded) r.exit_code = 0;
-        out.push_back(std::move(r));
-      });
+      }
+    }
+    if (r.summary.state == RunState::kSucceeded) r.exit_code = 0;
+    out.push_back(std::move(r));
+  };
+  client_.list(kube::collection_path(kube::resource_type("batch/v1", "Job"), ns), lo,
+               [&add](json& job) {
+                 if (!kube::has_controller(job)) add(job, "Job");
+               });
+  // A sweep of another train.target: the operators' objects, of the kinds the cluster
+  // serves (none listed when the sweep's runs are Jobs).
+  if (out.empty()) {
+    for (const auto& kind : served_operator_kinds()) {
+      if (kind.serve) continue;
+      try {
+        client_.list(kube::collection_path(kube::resource_type(kind.api_version, kind.kind), ns),
+                     lo, [&add, &kind](json& o) { add(o, kind.kind); });
+      } catch (const kube::ApiError& e) {
+        if (e.http_status() != 403 && e.http_status() != 404) throw;
+      }
+      if (!out.empty()) break;  // one sweep, one target
+    }
+  }
   if (out.empty()) return out;
   // The exit codes of failed runs, from their pods.
   bool any_failed = false;

@@ -26,6 +26,10 @@ inline constexpr const char* kCompletionIndex = "batch.kubernetes.io/job-complet
 /// Whether `obj` carries app.kubernetes.io/managed-by=ktrain.
 bool managed_by_ktrain(const nlohmann::json& obj);
 
+/// Whether another object controls `obj` (a controller ownerReference): a Job that a
+/// JobSet made of a run's replicated job carries the run's labels, but it is not a run.
+bool has_controller(const nlohmann::json& obj);
+
 /// The state, size and age of a training Job.
 RunSummary summarize_job(const nlohmann::json& job);
 

@@ -21,11 +21,6 @@ void train_limits(const Project& p, std::vector<TargetLimit>& out) {
         {"train.runtime", "train.target",
          "is for train.target trainjob (the ClusterTrainingRuntime); the target is " + target});
   }
-  if (target != "job" && t.sweep_parallel > 0) {
-    limit("train.sweep.parallel",
-          "ktrain starts a sweep's waiting runs as Jobs end, for target job only so far; "
-          "leave out parallel (every run at once), or let Kueue queue them (scheduling.queue)");
-  }
   if (target == "pytorchjob" && t.framework != "pytorch") {
     limit("train.framework",
           "the operator wires PyTorch (MASTER_ADDR, WORLD_SIZE, RANK); "

@@ -111,6 +111,9 @@ expect_contains "$out" "[rank 0] jobset node 0 of 2" "JobSet node 0's line"
 expect_contains "$out" "[rank 1] jobset node 1 of 2" "JobSet node 1's line"
 k_ok "status op-js" status op-js
 expect_contains "$out" "AllJobsCompleted" "status: the JobSet's Completed condition"
+# The Job that the JobSet made carries the run's labels; it is not a run of its own.
+k_ok "list" list -o json -l ktrain.dev/run=op-js
+expect_eq "$(printf '%s' "$out" | json '" ".join(r["name"] for r in d["runs"])')" "op-js" "list: the JobSet once, not its Job"
 k_ok "delete op-js" delete op-js
 gone op-js
 
@@ -127,6 +130,36 @@ expect_eq "$(kubectl get jobset/op-stop -o jsonpath='{.spec.suspend}')" "false" 
 wait_state op-stop Running 60
 k_ok "delete op-stop" delete op-stop
 gone op-stop
+
+echo "== a sweep of JobSets, one at a time: released as each ends; status SWEEP"
+project jobset none '[sh, -c, "echo lr $KTRAIN_PARAM_LR; sleep 1"]' '  sweep: {lr: ["0.1", "0.01", "0.001"], parallel: 1}'
+k submit --run-id sw --wait --timeout 120s
+expect_eq "$rc" 0 "submit --wait of a sweep of JobSets, one at a time ($err)"
+expect_contains "$err" "2 runs of op-sw wait for a place (train.sweep.parallel: 1)" "submit says that two runs wait"
+expect_contains "$err" "started op-sw-1" "submit released the second run"
+expect_contains "$err" "started op-sw-2" "submit released the third run"
+k_ok "status of the sweep" status op-sw -o json
+expect_eq "$(printf '%s' "$out" | json '" ".join(r["name"] + "=" + r["state"] for r in d["runs"])')" \
+  "op-sw-0=Succeeded op-sw-1=Succeeded op-sw-2=Succeeded" "status SWEEP: every JobSet of the sweep succeeded"
+expect_eq "$(printf '%s' "$out" | json '" ".join(r["params"]["lr"] for r in d["runs"])')" "0.1 0.01 0.001" \
+  "status SWEEP: each run's combination"
+# One at a time: no JobSet started before the one before it had ended.
+python3 - <<'PY' || fail "the sweep's runs overlapped"
+import json, subprocess
+items = json.loads(subprocess.check_output(["kubectl", "get", "jobsets", "-l", "ktrain.dev/sweep=op-sw", "-o", "json"]))["items"]
+spans = []
+for js in items:
+    conds = {c["type"]: c["lastTransitionTime"] for c in js["status"].get("conditions", [])}
+    jobs = json.loads(subprocess.check_output(["kubectl", "get", "jobs", "-l", "jobset.sigs.k8s.io/jobset-name=" + js["metadata"]["name"], "-o", "json"]))["items"]
+    start = min(j["status"]["startTime"] for j in jobs)
+    spans.append((start, conds["Completed"], js["metadata"]["name"]))
+spans.sort()
+for a, b in zip(spans, spans[1:]):
+    assert b[0] >= a[1], "%s started at %s, before %s ended at %s" % (b[2], b[0], a[2], a[1])
+PY
+echo "ok: the JobSets ran one after another"
+k_ok "delete the sweep" delete --all op-sw
+for r in op-sw-0 op-sw-1 op-sw-2; do gone "$r"; done
 
 echo "== trainjob: followed through its JobSet"
 project trainjob pytorch '[sh, -c, "echo trainer node $KTRAIN_NODE_RANK"]'

@@ -821,3 +821,21 @@ TEST_CASE("kube backend: stop and resume an operator's run: its own suspend fiel
   f.api.objects[tf]["status"]["conditions"] = {{{"type", "Succeeded"}, {"status", "True"}}};
   CHECK_THROWS_WITH_AS(f.kb.stop("tf"), doctest::Contains("has ended (Succeeded)"), Error);
 }
+
+TEST_CASE("kube backend: a Job that a JobSet made of a run is not listed as a run") {
+  Fixture f;
+  const json labels = {{"app.kubernetes.io/managed-by", "ktrain"}, {"ktrain.dev/run", "js"}};
+  f.api.objects["/apis/batch/v1/namespaces/ml/jobs/js-node-0"] = {
+      {"metadata",
+       {{"name", "js-node-0"},
+        {"uid", "u1"},
+        {"labels", labels},
+        {"ownerReferences", {{{"kind", "JobSet"}, {"name", "js"}, {"controller", true}}}}}}};
+  json own = labels;
+  own["ktrain.dev/run"] = "plain";
+  f.api.objects["/apis/batch/v1/namespaces/ml/jobs/plain"] = {
+      {"metadata", {{"name", "plain"}, {"uid", "u2"}, {"labels", own}}}};
+  auto runs = f.kb.list({});
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].name == "plain");
+}

@@ -149,11 +149,8 @@ TEST_CASE(
   CHECK(parse("name: llm-7b\nimage: a/b:v1\ntrain: {command: [x]}\n").name == "llm-7b");
 }
 
-TEST_CASE("project targets: a sweep's waiting runs are released for Jobs only, so far") {
+TEST_CASE("project targets: a sweep's waiting runs are released on every train.target") {
   const std::string sweep = "  sweep: {lr: [\"0.1\", \"0.01\"], parallel: 1}\n";
   CHECK(problems(std::string(kTrain) + sweep).empty());
-  CHECK(problem(std::string(kTrain) + "  target: jobset\n" + sweep) ==
-        "ktrain.yaml:6:42: train.sweep.parallel: train.target jobset: ktrain starts a sweep's "
-        "waiting runs as Jobs end, for target job only so far; leave out parallel (every run at "
-        "once), or let Kueue queue them (scheduling.queue)");
+  CHECK(problems(std::string(kTrain) + "  target: jobset\n" + sweep).empty());
 }
