@@ -117,13 +117,14 @@ expect_eq "$(printf '%s' "$out" | json '" ".join(r["name"] for r in d["runs"])')
 k_ok "delete op-js" delete op-js
 gone op-js
 
-project jobset none '[sh, -c, "sleep 300"]'
+project jobset none '[sh, -c, "sleep 300"]' '  gracePeriod: 5s'
 k_ok "submit a JobSet to stop" submit --run-id stop
+wait_state op-stop Running 60
 k_ok "stop op-stop" stop op-stop
 expect_eq "$(kubectl get jobset/op-stop -o jsonpath='{.spec.suspend} {.metadata.labels.ktrain\.dev/stopped}')" "true true" \
   "stop: the JobSet's spec.suspend, and the label"
 wait_state op-stop Stopped 30
-k8s_wait "the stopped JobSet's pods to go" 60 sh -c \
+k8s_wait "the stopped JobSet's pods to go" 90 sh -c \
   "[ -z \"\$(kubectl get pods -l jobset.sigs.k8s.io/jobset-name=op-stop -o name)\" ]"
 k_ok "resume op-stop" resume op-stop
 expect_eq "$(kubectl get jobset/op-stop -o jsonpath='{.spec.suspend}')" "false" "resume: spec.suspend false again"

@@ -69,7 +69,7 @@ expect_contains "$out" "inferenceservices.serving.kserve.io is not installed" "n
 # The upstream CRDs, as a cluster admin installs them with the operators.
 kubectl apply --server-side -f "$crds/kubeflow.org" -f "$crds/trainer.kubeflow.org" \
   -f "$crds/jobset.x-k8s.io" -f "$crds/leaderworkerset.x-k8s.io" -f "$crds/serving.kserve.io" >/dev/null
-kubectl wait --for condition=established --timeout=60s crd --all >/dev/null
+k8s_wait "the CRDs to be established" 60 k8s_crds_established
 # Discovery catches up with new CRDs within a few seconds.
 k8s_wait "discovery of kubeflow.org/v1" 30 sh -c "kubectl get --raw /apis/kubeflow.org/v1 | grep -q pytorchjobs"
 
