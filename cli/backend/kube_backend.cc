@@ -856,37 +856,44 @@ void KubeBackend::watch_list(const ListFilter& filter,
   if (error) throw *error;
 }
 
-std::optional<KubeBackend::RunObject> KubeBackend::find_run(const std::string& ns,
-                                                            const std::string& run) {
-  // In the order of preference: a run's Job, an operator's object, a service's Deployment.
-  std::vector<kube::ResourceType> types{kube::resource_type("batch/v1", "Job")};
-  for (size_t i = kFirstOperatorKind; i < std::size(kOwnedKinds); ++i) {
-    types.push_back(kube::resource_type(kOwnedKinds[i].api_version, kOwnedKinds[i].kind));
-  }
-  types.push_back(kube::resource_type("apps/v1", "Deployment"));
+std::optional<KubeBackend::RunObject> KubeBackend::find_first(const std::vector<Lookup>& kinds,
+                                                              const std::string& ns,
+                                                              const std::string& name) {
   std::vector<net::Request> reqs;
-  for (const auto& t : types) reqs.push_back(client_.request("GET", kube::object_path(t, ns, run)));
+  for (const auto& k : kinds) {
+    reqs.push_back(client_.request("GET", kube::object_path(k.type, ns, name)));
+  }
   auto resps = client_.send_all(reqs);
   for (size_t i = 0; i < resps.size(); ++i) {
     const auto& r = resps[i];
-    const bool optional = i > 0 && i + 1 < resps.size();
     if (r.failure == net::TransportFailure::kNone &&
-        (r.status == 404 || (optional && r.status == 403))) {
+        (r.status == 404 || (kinds[i].optional && r.status == 403))) {
       continue;
     }
     client_.check(reqs[i], r);
     json obj = json::parse(r.body, nullptr, false);
     if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object() ||
-        obj["metadata"].value("name", "") != run) {
+        obj["metadata"].value("name", "") != name) {
       continue;
     }
-    // A Deployment that ktrain did not make is not a run of ours; an operator's object
-    // is, when it carries the run's label.
-    if (i > 0 && !kube::managed_by_ktrain(obj)) continue;
-    obj["kind"] = types[i].kind;
-    return RunObject{types[i], std::move(obj)};
+    if (kinds[i].managed && !kube::managed_by_ktrain(obj)) continue;
+    obj["kind"] = kinds[i].type.kind;
+    return RunObject{kinds[i].type, std::move(obj)};
   }
   return std::nullopt;
+}
+
+std::optional<KubeBackend::RunObject> KubeBackend::find_run(const std::string& ns,
+                                                            const std::string& run) {
+  // In the order of preference: a run's Job, an operator's object, a service's Deployment.
+  // Any Job of that name is a run, as before the targets; the others must be ktrain's.
+  std::vector<Lookup> kinds{{kube::resource_type("batch/v1", "Job"), false, false}};
+  for (size_t i = kFirstOperatorKind; i < std::size(kOwnedKinds); ++i) {
+    kinds.push_back(
+        {kube::resource_type(kOwnedKinds[i].api_version, kOwnedKinds[i].kind), true, true});
+  }
+  kinds.push_back({kube::resource_type("apps/v1", "Deployment"), false, true});
+  return find_first(kinds, ns, run);
 }
 
 RunStatus KubeBackend::status(const std::string& run) {

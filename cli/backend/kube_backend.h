@@ -152,6 +152,19 @@ class KubeBackend : public Backend {
   };
   std::optional<RunObject> find_run(const std::string& ns, const std::string& run);
 
+  /// A kind to look for by name: `optional` ones (an operator's, whose CRD may be
+  /// missing or not granted) pass over a 403 as every kind passes over a 404;
+  /// `managed` ones count only with app.kubernetes.io/managed-by=ktrain.
+  struct Lookup {
+    kube::ResourceType type;
+    bool optional = false;
+    bool managed = false;
+  };
+  /// The first of `kinds`, in their order, that has an object `name` in `ns`; all are
+  /// asked for at once (one round trip).
+  std::optional<RunObject> find_first(const std::vector<Lookup>& kinds, const std::string& ns,
+                                      const std::string& name);
+
   /// The namespace requests go to: -n, else the project's, else the context's.
   std::string namespace_for(const project::Project& project) const;
 

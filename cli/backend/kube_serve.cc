@@ -33,37 +33,6 @@ void keep_replicas(kube::Client& client, const std::string& ns, nlohmann::ordere
   }
 }
 
-/// A served model on the cluster: a Deployment (serve.target deployment), a KServe
-/// InferenceService or a LeaderWorkerSet; with the object as read.
-struct Served {
-  kube::ResourceType type;
-  json object;
-};
-
-/// The served model named `name`, looked for as each serving target's object at once;
-/// kinds whose CRD is missing (404) or that the user may not read (403) are passed over.
-std::optional<Served> find_served(kube::Client& client, const std::string& ns,
-                                  const std::string& name) {
-  const std::vector<kube::ResourceType> types = {
-      kube::resource_type("apps/v1", "Deployment"),
-      kube::resource_type("serving.kserve.io/v1beta1", "InferenceService"),
-      kube::resource_type("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")};
-  std::vector<net::Request> reqs;
-  for (const auto& t : types) reqs.push_back(client.request("GET", kube::object_path(t, ns, name)));
-  auto resps = client.send_all(reqs);
-  for (size_t i = 0; i < resps.size(); ++i) {
-    const auto& r = resps[i];
-    if (r.failure == net::TransportFailure::kNone &&
-        (r.status == 404 || (i > 0 && r.status == 403))) {
-      continue;
-    }
-    client.check(reqs[i], r);
-    auto obj = json::parse(r.body, nullptr, false);
-    if (obj.is_object()) return Served{types[i], std::move(obj)};
-  }
-  return std::nullopt;
-}
-
 /// "Deployment" -> "deployment", as kubectl names kinds.
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
@@ -73,10 +42,15 @@ std::string lower(std::string s) {
 
 /// An InferenceService scales in its own fields: spec.predictor.minReplicas and
 /// maxReplicas (KServe makes the autoscaler of them); --replicas N holds both at N.
-ScaleResult scale_inference_service(kube::Client& client, const std::string& ns, const Served& isvc,
-                                    const ScaleRequest& req) {
+ScaleResult scale_inference_service(kube::Client& client, const std::string& ns,
+                                    const KubeBackend::RunObject& isvc, const ScaleRequest& req) {
   const std::string what = "scaling " + req.name;
-  const auto& predictor = isvc.object["spec"]["predictor"];
+  static const json kNone;
+  const auto spec = isvc.object.find("spec");
+  const json& predictor =
+      spec != isvc.object.end() && spec->is_object() && spec->contains("predictor")
+          ? (*spec)["predictor"]
+          : kNone;
   const int cur_min = predictor.is_object() ? predictor.value("minReplicas", 1) : 1;
   const int cur_max = predictor.is_object() ? predictor.value("maxReplicas", cur_min) : cur_min;
   if (req.replicas && (req.min || req.max)) {
@@ -91,7 +65,7 @@ ScaleResult scale_inference_service(kube::Client& client, const std::string& ns,
         req.name + "' removes it)");
   }
   const int new_min = req.replicas ? *req.replicas : req.min.value_or(cur_min);
-  const int new_max = req.replicas ? *req.replicas : req.max.value_or(std::max(cur_max, new_min));
+  const int new_max = req.replicas ? *req.replicas : req.max.value_or(cur_max);
   if (new_min > new_max) {
     throw UsageError("--min " + std::to_string(new_min) +
                      " would be more than the InferenceService's maxReplicas " +
@@ -192,7 +166,14 @@ ScaleResult KubeBackend::scale(const ScaleRequest& req) {
   const auto hpa_type = kube::resource_type("autoscaling/v2", "HorizontalPodAutoscaler");
   const std::string what = "scaling " + req.name;
 
-  const auto served = with_context(what, [&] { return find_served(client_, ns, req.name); });
+  // The serving targets' objects of that name (any Deployment, as kubectl scale would).
+  const auto served = with_context(what, [&] {
+    return find_first(
+        {{kube::resource_type("apps/v1", "Deployment"), false, false},
+         {kube::resource_type("serving.kserve.io/v1beta1", "InferenceService"), true, false},
+         {kube::resource_type("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"), true, false}},
+        ns, req.name);
+  });
   if (!served) {
     throw Error(what + ": \"" + req.name + "\" not found in namespace \"" + ns +
                 "\": no Deployment, InferenceService or LeaderWorkerSet of that name (pass -n "

@@ -199,15 +199,6 @@ std::string cuda_unschedulable(const json& pod, const std::vector<json>& nodes) 
          " (use nodes with a newer NVIDIA driver, or an image built for an older CUDA)";
 }
 
-bool has_controller(const json& obj) {
-  const auto& refs = at_path(obj, {"metadata", "ownerReferences"});
-  if (!refs.is_array()) return false;
-  for (const auto& r : refs) {
-    if (r.is_object() && r.value("controller", false)) return true;
-  }
-  return false;
-}
-
 /// The kind of the object that controls `obj` (its controller ownerReference), or "".
 static std::string controller_kind(const json& obj) {
   const auto& refs = at_path(obj, {"metadata", "ownerReferences"});
@@ -216,6 +207,10 @@ static std::string controller_kind(const json& obj) {
     if (r.is_object() && r.value("controller", false)) return r.value("kind", "");
   }
   return "";
+}
+
+bool has_controller(const json& obj) {
+  return !controller_kind(obj).empty();
 }
 
 int pod_rank(const json& pod) {

@@ -839,3 +839,27 @@ TEST_CASE("kube backend: a Job that a JobSet made of a run is not listed as a ru
   REQUIRE(runs.size() == 1);
   CHECK(runs[0].name == "plain");
 }
+
+TEST_CASE("kube backend: scale of an InferenceService: its own min/max, and the bad requests") {
+  Fixture f;
+  const std::string path = "/apis/serving.kserve.io/v1beta1/namespaces/ml/inferenceservices/api";
+  f.api.objects[path] = {{"metadata", {{"name", "api"}}},
+                         {"spec", {{"predictor", {{"minReplicas", 2}, {"maxReplicas", 4}}}}}};
+  backend::ScaleRequest both{.name = "api", .replicas = 3, .min = 1};
+  CHECK_THROWS_WITH_AS(f.kb.scale(both), doctest::Contains("not both"), UsageError);
+  backend::ScaleRequest zero{.name = "api", .replicas = 0};
+  CHECK_THROWS_WITH_AS(f.kb.scale(zero), doctest::Contains("'ktrain delete api' removes it"),
+                       UsageError);
+  backend::ScaleRequest above{.name = "api", .min = 6};
+  CHECK_THROWS_WITH_AS(f.kb.scale(above), doctest::Contains("--min 6 would be more than"),
+                       UsageError);
+  CHECK(f.api.merges == 0);  // nothing changed by a refused request
+  backend::ScaleRequest max{.name = "api", .max = 8};
+  auto r = f.kb.scale(max);
+  REQUIRE(r.changed.size() == 1);
+  CHECK(r.changed[0] == "inferenceservice.serving.kserve.io/api scaled (min 2, max 8)");
+  CHECK(f.api.objects[path]["spec"]["predictor"]["maxReplicas"] == 8);
+  CHECK(f.api.objects[path]["spec"]["predictor"]["minReplicas"] == 2);
+  backend::ScaleRequest none{.name = "nope", .replicas = 1};
+  CHECK_THROWS_WITH_AS(f.kb.scale(none), doctest::Contains("\"nope\" not found"), Error);
+}
