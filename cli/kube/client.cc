@@ -271,6 +271,28 @@ bool Client::renew_credentials() {
   return credentials_->invalidate();
 }
 
+std::unique_ptr<net::WebSocket> Client::open_stream(const std::string& path, const Query& query,
+                                                    const std::vector<std::string>& protocols) {
+  net::Request req = request("GET", path, query);
+  req.headers.clear();  // the upgrade answers with frames, not JSON
+  for (int attempt = 0;; ++attempt) {
+    net::Request with_auth = req;
+    credentials_->apply(with_auth);
+    try {
+      return net::WebSocket::open(with_auth, protocols);
+    } catch (const net::UpgradeRefused& e) {
+      if (e.status() == 401 && attempt == 0 && renew_credentials()) continue;
+      net::Response resp;
+      resp.status = e.status();
+      resp.body = e.body();
+      check(req, resp);
+      throw;  // a 1xx/2xx/3xx answer that is not the upgrade
+    } catch (const net::TransportError& e) {
+      throw Error(std::string(e.what()), e.exit_status());
+    }
+  }
+}
+
 std::vector<net::Response> Client::send_all(std::vector<net::Request> reqs) {
   std::vector<net::Request> with_auth = reqs;
   for (auto& r : with_auth) credentials_->apply(r);

@@ -21,6 +21,7 @@
 #include "kube/kubeconfig.h"
 #include "kube/process.h"
 #include "net/http.h"
+#include "net/websocket.h"
 
 namespace ktrain::kube {
 
@@ -192,6 +193,13 @@ class Client {
 
   /// Deletes `path` (background propagation); false when it did not exist.
   bool remove(const std::string& path);
+
+  /// Opens a WebSocket to `path` (a pod's exec or portforward) with the cluster's TLS
+  /// settings and the user's credentials, offering `protocols`; after a 401, renews
+  /// exec/token-file credentials and asks once more. Throws Error (exit 3) below HTTP
+  /// and ApiError, with the server's words, for any answer but the upgrade.
+  std::unique_ptr<net::WebSocket> open_stream(const std::string& path, const Query& query,
+                                              const std::vector<std::string>& protocols);
 
   /// GETs `path` and hands every complete line (without "\n") to `on_line` as it arrives,
   /// until the stream ends or `on_line` returns false. For followed logs and watches.
