@@ -27,8 +27,7 @@ struct ExecOptions {
 
   int run_exec(Env& env) const {
     if (command.empty()) {
-      throw UsageError("exec needs a command after --, e.g. ktrain exec " + run +
-                       " -it -- bash");
+      throw UsageError("exec needs a command after --, e.g. ktrain exec " + run + " -it -- bash");
     }
     require_cluster_run(env, target, run, "exec");
     kube::Connection conn(env);

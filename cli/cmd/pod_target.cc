@@ -20,8 +20,9 @@ void require_cluster_run(Env& env, const TargetFlags& target, const std::string&
                          backend::LocalBackend(env, backend::LocalPrograms{}).has_run(run);
   auto l = env.var("KTRAIN_LOCAL");
   if (target.local || local_run || (l && *l == "1")) {
-    throw UsageError(verb + " works on the pods of a cluster run; a local run's processes run on "
-                            "this machine (ktrain status --local " +
+    throw UsageError(verb +
+                     " works on the pods of a cluster run; a local run's processes run on "
+                     "this machine (ktrain status --local " +
                      (run.empty() ? std::string("RUN") : run) + " shows them)");
   }
 }
@@ -39,7 +40,8 @@ PodTarget resolve_pod(Env& env, kube::Client& client, const std::string& run,
   const bool service = st.summary.kind == "serve";
   int node = std::max(choice.node, 0);
   if (choice.rank >= 0) {
-    if (service) throw UsageError("--rank names a worker of a training run; " + run + " is a service");
+    if (service)
+      throw UsageError("--rank names a worker of a training run; " + run + " is a service");
     node = choice.rank / std::max(1, st.summary.gpus);
   }
   const RankStatus* found = nullptr;
@@ -58,14 +60,14 @@ PodTarget resolve_pod(Env& env, kube::Client& client, const std::string& run,
   }
   if (!found) {
     if (st.ranks.empty()) {
-      throw Error(run + " has no pods now (" + to_string(st.summary.state) +
-                  "): ktrain status " + run + " says why");
+      throw Error(run + " has no pods now (" + to_string(st.summary.state) + "): ktrain status " +
+                  run + " says why");
     }
     throw Error(run + " has no node " + std::to_string(node) + " (it has " +
                 std::to_string(st.summary.nodes) + (st.summary.nodes == 1 ? " node" : " nodes") +
-                (choice.rank >= 0 ? ", " + std::to_string(std::max(1, st.summary.gpus)) +
-                                        " ranks per node"
-                                  : std::string()) +
+                (choice.rank >= 0
+                     ? ", " + std::to_string(std::max(1, st.summary.gpus)) + " ranks per node"
+                     : std::string()) +
                 ")");
   }
   PodTarget t;

@@ -12,8 +12,8 @@
 #include <list>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <ostream>
+#include <set>
 #include <thread>
 
 #include "base/error.h"
@@ -154,7 +154,8 @@ int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std:
         } else if (pod->contains("metadata") && (*pod)["metadata"].contains("deletionTimestamp")) {
           why = "is being deleted";
         } else {
-          const std::string phase = pod->value("status", nlohmann::json::object()).value("phase", "");
+          const std::string phase =
+              pod->value("status", nlohmann::json::object()).value("phase", "");
           if (phase != "Running") why = "is " + phase;
         }
         if (!why.empty()) {
@@ -224,7 +225,8 @@ void add_port_forward_command(CLI::App& app, Env& env, CommandResult& result) {
   auto* sub = app.add_subcommand(
       "port-forward", "Forward local ports to a pod of a run (TensorBoard, a profiler, a service)");
   sub->add_option("RUN", opts->run, "The run or service (from submit or list)")->required();
-  sub->add_option("PORTS", opts->specs, "LOCAL:REMOTE, REMOTE (the same locally) or :REMOTE (any free local port)")
+  sub->add_option("PORTS", opts->specs,
+                  "LOCAL:REMOTE, REMOTE (the same locally) or :REMOTE (any free local port)")
       ->required();
   opts->choice.add_to(*sub);
   sub->add_option("--address", opts->address, "The local address to listen on")

@@ -46,7 +46,7 @@ void on_winch(int) {
 ResizeSignal::ResizeSignal() {
   if (::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return;
   g_resize_fd = pipe_[1];
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_winch;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;

@@ -53,7 +53,8 @@ std::string resize_message(const TermSize& s) {
 struct StopPipe {
   int fds[2] = {-1, -1};
   StopPipe() {
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw Error("cannot make a pipe: " + std::string(std::strerror(errno)));
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      throw Error("cannot make a pipe: " + std::string(std::strerror(errno)));
   }
   ~StopPipe() {
     ::close(fds[0]);
@@ -198,7 +199,8 @@ ExecResult exec(Client& client, const ExecRequest& req) {
   if (!got_status) {
     std::string why = ws->error();
     throw Error("the stream to pod " + req.pod + " ended before the command's exit status arrived" +
-                (why.empty() ? std::string() : ": " + why));
+                    (why.empty() ? std::string() : ": " + why),
+                exit_code::kUnreachable);
   }
   ExecResult result;
   nlohmann::json status;

@@ -285,8 +285,8 @@ SSL_CTX* make_context(const Ssl& s, const TlsConfig& tls, const Endpoint& e) {
       }
     });
     if (first) bad("the client certificate holds no PEM certificate");
-    BIO* bio = s.bio_new_mem_buf(tls.client_key_pem.data(),
-                                 static_cast<int>(tls.client_key_pem.size()));
+    BIO* bio =
+        s.bio_new_mem_buf(tls.client_key_pem.data(), static_cast<int>(tls.client_key_pem.size()));
     EVP_PKEY* key = s.pem_read_private_key(bio, nullptr, nullptr, nullptr);
     s.bio_free(bio);
     if (!key) bad("the client key is not a PEM private key");
@@ -338,7 +338,8 @@ struct Tunnel::Impl {
 
   void set_failure(const std::string& what) {
     std::lock_guard<std::mutex> lock(mu);
-    if (failure.empty()) failure = "the connection to " + endpoint.label + " was lost (" + what + ")";
+    if (failure.empty())
+      failure = "the connection to " + endpoint.label + " was lost (" + what + ")";
   }
 
   /// Moves bytes both ways until both directions are done, one fails, or stop.
@@ -478,8 +479,8 @@ std::unique_ptr<Tunnel> Tunnel::open(const Request& req) {
   impl->endpoint = parse_endpoint(req.url);
   const Endpoint& e = impl->endpoint;
   if (!req.proxy.empty()) {
-    throw TransportError("cannot open a stream to " + e.label + " through the proxy " +
-                             req.proxy + ": streams (exec, port-forward) go directly to the server",
+    throw TransportError("cannot open a stream to " + e.label + " through the proxy " + req.proxy +
+                             ": streams (exec, port-forward) go directly to the server",
                          TransportFailure::kNotSent);
   }
   impl->net_fd = connect_tcp(e, req.connect_timeout);

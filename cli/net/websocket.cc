@@ -73,8 +73,8 @@ struct WebSocket::Impl {
     if (ec && ec != websocket::error::closed && !close_asked) {
       error = tunnel->failure();
       if (error.empty()) {
-        error = "the connection to " + host + " ended without a WebSocket close (" +
-                ec.message() + ")";
+        error =
+            "the connection to " + host + " ended without a WebSocket close (" + ec.message() + ")";
       }
     }
     cv.notify_all();
@@ -103,7 +103,8 @@ struct WebSocket::Impl {
         close_pending = false;
         writing = true;
         // The read loop ends with `closed` once the server's close arrives.
-        ws.async_close(websocket::close_code::normal, [this](beast::error_code) { writing = false; });
+        ws.async_close(websocket::close_code::normal,
+                       [this](beast::error_code) { writing = false; });
       }
       return;
     }
@@ -158,10 +159,9 @@ std::unique_ptr<WebSocket> WebSocket::open(const Request& req,
                          TransportFailure::kTimeout);
   }
   if (ec == websocket::error::upgrade_declined) {
-    throw UpgradeRefused(
-        host + " refused the stream: HTTP " + std::to_string(res.result_int()) + " " +
-            std::string(res.reason()),
-        static_cast<int>(res.result_int()), res.body());
+    throw UpgradeRefused(host + " refused the stream: HTTP " + std::to_string(res.result_int()) +
+                             " " + std::string(res.reason()),
+                         static_cast<int>(res.result_int()), res.body());
   }
   if (ec) {
     std::string why = impl->tunnel->failure();

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# ktrain exec and port-forward against the test API server, whose pods run real
+# processes (an HTTP server in each pod's own network namespace), with kubectl 1.32 as
+# the peer for exec over the same endpoint: stdout, stderr and the exit status; stdin
+# to its end (v5's close), 1 MiB of binary stdin back intact; --node and --rank; a
+# terminal (its size, a resize, Ctrl-C) under script(1); a command that does not
+# exist; a dropped connection (POST /_test/cut); forbidden; a pod that is not running;
+# no such run; --local; usage errors. port-forward: several connections at once to the
+# pod's HTTP server, :REMOTE, a port nothing listens on, and the end of the pod ending
+# it with a message.
+set -euo pipefail
+source "${KTRAIN_SOURCE:-.}/tests/fixtures/apiserver/testlib.bash"
+ktrain="$KTRAIN_BUILD/ktrain"
+[ -x "$ktrain" ] || fail "$ktrain not built"
+case "$ktrain" in /*) ;; *) ktrain="$PWD/$ktrain" ;; esac
+
+work="$(mktemp -d /tmp/ktrain-exec.XXXXXX)"
+cleanup() {
+  [ -n "${pf_pid:-}" ] && kill "$pf_pid" 2>/dev/null || true
+  stop_apiserver
+  rm -rf "$work"
+}
+# The pods' HTTP server: a port of its own per test (pods share the host's network
+# where network namespaces are not allowed).
+web_port=$((20000 + RANDOM % 20000))
+mkdir -p "$work/site"
+echo "hello from the pod" >"$work/site/index.html"
+cat >"$work/script.yaml" <<YAML
+nodes: 2
+pods:
+  - match: {job: "web-*"}
+    hold: true
+    process: [python3, -m, http.server, "$web_port", --bind, 127.0.0.1, --directory, "$work/site"]
+  - match: {job: "stuck-*"}
+    unschedulable: true
+YAML
+start_apiserver "$work/script.yaml"
+trap cleanup EXIT
+export NO_COLOR=1 LC_ALL=C
+cd "$work"
+
+cat >web.yaml <<'YAML'
+name: web
+image: registry.example.com/ml/web:1.0.0
+train:
+  command: [python3, train.py]
+  framework: none
+  nodes: 2
+  gpus: 2
+  preflight: "off"
+YAML
+k_ok "submit" submit -f web.yaml --run-id a
+for i in $(seq 1 200); do
+  running="$("$ktrain" status web-a -o json | json 'sum(1 for r in d["ranks"] if r["phase"]=="Running")')"
+  [ "$running" = 2 ] && break
+  sleep 0.05
+done
+expect_eq "$running" "2" "both nodes run"
+pod0="$("$ktrain" status web-a -o json | json 'd["ranks"][0]["pod"]')"
+pod1="$("$ktrain" status web-a -o json | json 'd["ranks"][1]["pod"]')"
+
+# --- exec: streams and exit status, beside kubectl -----------------------------------
+cmd=(sh -c 'echo "out $JOB_COMPLETION_INDEX"; echo "err line" >&2; exit 4')
+k exec web-a -- "${cmd[@]}"
+expect_eq "$rc" "4" "exec: the command's exit status is ktrain's"
+expect_eq "$out" "out 0" "exec: stdout of node 0"
+expect_eq "$err" "err line" "exec: stderr apart"
+k exec web-a --node 1 -- "${cmd[@]}"
+expect_eq "$out" "out 1" "exec --node 1"
+k exec web-a --rank 3 -- "${cmd[@]}"
+expect_eq "$out" "out 1" "exec --rank 3 (2 ranks per node) is node 1"
+k exec web-a -- true
+expect_eq "$rc:$out:$err" "0::" "exec: success is 0, nothing printed"
+if command -v kubectl >/dev/null 2>&1; then
+  set +e
+  kubectl exec "$pod0" -c train -- "${cmd[@]}" >kubectl.out 2>kubectl.err
+  krc=$?
+  set -e
+  expect_eq "$krc" "4" "kubectl exec: the same exit status"
+  expect_eq "$(cat kubectl.out)" "out 0" "kubectl exec: the same stdout"
+  expect_contains "$(cat kubectl.err)" "err line" "kubectl exec: the same stderr"
+  set +e
+  printf 'a\nb\nc\n' | kubectl exec -i "$pod0" -c train -- wc -l >kubectl.out 2>kubectl.err
+  set -e
+  expect_eq "$(tr -d ' ' <kubectl.out)" "3" "kubectl exec -i: stdin to its end"
+else
+  echo "kubectl not installed: the peer comparison is skipped"
+fi
+
+# --- stdin ------------------------------------------------------------------------------
+out="$(printf 'a\nb\nc\n' | "$ktrain" exec web-a -i -- wc -l)"
+expect_eq "$(tr -d ' ' <<<"$out")" "3" "exec -i: stdin to its end (the command sees EOF)"
+head -c 1048576 /dev/urandom >blob
+"$ktrain" exec web-a -i -- cat <blob >blob.back
+expect_eq "$(sha256sum <blob.back | cut -c1-64)" "$(sha256sum <blob | cut -c1-64)" \
+  "exec -i: 1 MiB of binary stdin comes back intact"
+out="$("$ktrain" exec web-a -- cat </dev/null)"
+expect_eq "$out" "" "exec without -i: the command's stdin is empty"
+
+# --- the pod's network: the command runs beside the pod's HTTP server -------------------
+k exec web-a -- python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$web_port/').read().decode().strip())"
+expect_eq "$out" "hello from the pod" "exec: the command reaches the pod's server on localhost"
+
+# --- a terminal (script(1) gives ktrain one) -------------------------------------------
+if command -v script >/dev/null 2>&1; then
+  out="$(script -qec "stty rows 33 cols 111; $ktrain exec web-a -it -- stty size" /dev/null | tr -d '\r')"
+  expect_contains "$out" "33 111" "exec -it: the remote terminal has the local size"
+  out="$(script -qec "stty rows 20 cols 80; ($ktrain exec web-a -it -- sh -c 'stty size; sleep 1.5; stty size' </dev/tty) & sleep 0.7; stty rows 50 cols 132; wait" /dev/null | tr -d '\r')"
+  expect_contains "$out" "20 80" "exec -it: the size at the start"
+  expect_contains "$out" "50 132" "exec -it: a resize reaches the remote terminal"
+  set +e
+  out="$( (sleep 1; printf '\003') | script -qec "$ktrain exec web-a -it -- sh -c 'trap \"echo got-interrupt; exit 7\" INT; sleep 5 & wait'" /dev/null | tr -d '\r')"
+  rc=$?
+  set -e
+  expect_contains "$out" "got-interrupt" "exec -it: Ctrl-C goes to the remote command"
+  out="$(script -qec "$ktrain exec web-a -it -- sh -c 'exit 5'; echo status=\$?" /dev/null | tr -d '\r')"
+  expect_contains "$out" "status=5" "exec -it: the exit status"
+  k exec web-a -it -- true </dev/null
+  expect_eq "$rc" "0" "exec -it without a terminal runs without one"
+  expect_contains "$err" "stdin is not a terminal" "exec -it without a terminal: a warning"
+fi
+
+# --- bad paths ----------------------------------------------------------------------------
+k exec web-a -- no-such-command
+expect_eq "$rc" "1" "exec of a missing command: exit 1"
+expect_contains "$err" 'exec: "no-such-command": executable file not found in $PATH' \
+  "exec of a missing command: the runtime's words"
+k exec web-a
+expect_eq "$rc" "2" "exec without a command: usage error"
+expect_contains "$err" "exec needs a command after --" "exec without a command: says so"
+k exec web-a -t -- true
+expect_eq "$rc" "2" "exec -t without -i: usage error"
+k exec web-a --node 5 -- true
+expect_eq "$rc" "1" "exec --node 5 of a 2-node run: exit 1"
+expect_contains "$err" "web-a has no node 5 (it has 2 nodes)" "exec --node 5: names the nodes"
+k exec web-a --node 1 --rank 1 -- true
+expect_eq "$rc" "2" "--node with --rank: usage error"
+k exec nosuch -- true
+expect_eq "$rc" "1" "exec of a run that does not exist: exit 1"
+expect_contains "$err" "nosuch" "exec of a run that does not exist: names it"
+k exec web-a --local -- true
+expect_eq "$rc" "2" "exec --local: usage error"
+expect_contains "$err" "exec works on the pods of a cluster run" "exec --local: says why"
+k exec web-a -c nosuch -- true
+expect_eq "$rc" "1" "exec -c nosuch: exit 1"
+expect_contains "$err" "container nosuch is not valid for pod $pod0" "exec -c nosuch: the server's words"
+
+sed -e 's/name: web/name: stuck/' web.yaml >stuck.yaml
+k_ok "submit stuck" submit -f stuck.yaml --run-id a
+sleep 0.3
+k exec stuck-a -- true
+expect_eq "$rc" "1" "exec into a pending pod: exit 1"
+expect_contains "$err" "is Pending" "exec into a pending pod: says it is pending"
+expect_contains "$err" "ktrain status stuck-a" "exec into a pending pod: points to status"
+
+admin POST /_test/forbid '{"verb":"create","resource":"pods/exec","user":"*"}' >/dev/null
+k exec web-a -- true
+expect_eq "$rc" "3" "forbidden exec: exit 3 (not allowed, as for every verb)"
+expect_contains "$err" "cannot create resource \"pods/exec\"" "forbidden exec: the server's words"
+admin DELETE /_test/forbid >/dev/null
+
+# A dropped connection: the stream ends without the exit status.
+"$ktrain" exec web-a -- sh -c 'echo started; sleep 30' >cut.out 2>cut.err &
+exec_pid=$!
+for i in $(seq 1 100); do grep -q started cut.out 2>/dev/null && break; sleep 0.05; done
+admin POST /_test/cut >/dev/null
+set +e
+timeout 20 tail --pid="$exec_pid" -f /dev/null
+wait "$exec_pid"
+rc=$?
+set -e
+expect_eq "$rc" "3" "a dropped exec stream: exit 3"
+expect_contains "$(cat cut.err)" "ended before the command's exit status arrived" \
+  "a dropped exec stream: says so"
+
+# --- port-forward -------------------------------------------------------------------------
+"$ktrain" port-forward web-a ":$web_port" >pf.out 2>pf.err &
+pf_pid=$!
+for i in $(seq 1 100); do grep -q Forwarding pf.out 2>/dev/null && break; sleep 0.05; done
+local_port="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> .*/\1/p' pf.out)"
+[ -n "$local_port" ] || fail "port-forward printed no port: $(cat pf.out pf.err)"
+expect_contains "$(cat pf.out)" "-> $web_port" "port-forward :REMOTE: says where it forwards"
+for i in 1 2 3 4 5 6; do
+  curl -sS -m 10 "http://127.0.0.1:$local_port/" >"get.$i" &
+done
+for i in 1 2 3 4 5 6; do
+  for j in $(seq 1 200); do [ -s "get.$i" ] && break; sleep 0.05; done
+  expect_eq "$(cat "get.$i")" "hello from the pod" "port-forward: connection $i of 6 at once"
+done
+head -c 300000 /dev/urandom >"$work/site/big.bin"
+curl -sS -m 10 "http://127.0.0.1:$local_port/big.bin" >big.back
+expect_eq "$(sha256sum <big.back | cut -c1-64)" "$(sha256sum <"$work/site/big.bin" | cut -c1-64)" \
+  "port-forward: 300 kB come back intact"
+
+"$ktrain" port-forward web-a --node 1 "$((local_port + 1)):1" >pf2.out 2>pf2.err &
+pf2_pid=$!
+for i in $(seq 1 100); do grep -q Forwarding pf2.out 2>/dev/null && break; sleep 0.05; done
+set +e
+curl -sS -m 10 "http://127.0.0.1:$((local_port + 1))/" >/dev/null 2>&1
+set -e
+for i in $(seq 1 100); do grep -q "port-forward" pf2.err 2>/dev/null && break; sleep 0.05; done
+expect_contains "$(cat pf2.err)" "failed to connect to localhost:1" \
+  "port-forward to a port nothing listens on: the pod's side says so"
+kill "$pf2_pid"
+wait "$pf2_pid" || true
+
+k port-forward web-a 99999
+expect_eq "$rc" "2" "port-forward 99999: usage error"
+expect_contains "$err" "is not a port" "port-forward 99999: says so"
+k port-forward web-a
+expect_eq "$rc" "2" "port-forward without ports: usage error"
+
+k_ok "delete" delete web-a
+set +e
+timeout 20 tail --pid="$pf_pid" -f /dev/null
+wait "$pf_pid"
+rc=$?
+set -e
+pf_pid=""
+expect_eq "$rc" "1" "port-forward ends with exit 1 when the pod goes"
+expect_contains "$(cat pf.err)" "port-forward ends" "port-forward: says the pod went"
+echo "PASS"
