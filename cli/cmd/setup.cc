@@ -97,6 +97,9 @@ const std::vector<AccessRule>& ktrain_access_rules() {
   static const std::vector<AccessRule> rules = {
       {"", "pods", "", kRead, "status, logs, list of a sweep, submit --follow"},
       {"", "pods", "log", {"get"}, "logs, submit --follow"},
+      // WebSocket streams are GETs: 1.30 asks for get, 1.31+ for create as well.
+      {"", "pods", "exec", {"get", "create"}, "exec"},
+      {"", "pods", "portforward", {"get", "create"}, "port-forward"},
       {"", "events", "", kRead, "status (why a run waits or failed)"},
       {"", "services", "", kOwn, "submit and serve (a run's headless Service), delete"},
       {"", "secrets", "", {"create", "delete"}, "submit and delete (a run's rendezvous Secret)"},

@@ -87,6 +87,16 @@ else
   echo "kubectl not installed: the peer comparison is skipped"
 fi
 
+# The client certificate of the kubeconfig's other user goes over the stream's TLS too.
+k exec web-a --context cert -- echo by-certificate
+expect_eq "$rc:$out" "0:by-certificate" "exec with a client certificate"
+# A server that the kubeconfig's CA does not vouch for: TLS fails, and says so.
+sed -e "s|$APISERVER_DIR/ca.crt|$APISERVER_DIR/other-ca.crt|" "$KUBECONFIG" >other-ca.kubeconfig
+k --kubeconfig other-ca.kubeconfig exec web-a -- true
+expect_eq "$rc" "3" "exec against a server of another CA: exit 3"
+k exec web-a -- true
+[ "$rc" = 0 ] || fail "exec after the CA check: $err"
+
 # --- stdin ------------------------------------------------------------------------------
 out="$(printf 'a\nb\nc\n' | "$ktrain" exec web-a -i -- wc -l)"
 expect_eq "$(tr -d ' ' <<<"$out")" "3" "exec -i: stdin to its end (the command sees EOF)"

@@ -73,10 +73,12 @@ TEST_CASE("completion: -f/--file completes file names in bash") {
 
 TEST_CASE("completion: run names for the verbs that take a RUN come from `ktrain list`") {
   auto bash = run({"completion", "bash"}).out;
-  CHECK(has(bash, "' status top logs delete stop resume ' == *\" $verb \"*"));
+  CHECK(has(bash, "' status top logs exec port-forward delete stop resume ' == *\" $verb \"*"));
   CHECK(has(bash, "list \"${ctx[@]}\" -o name"));
   auto fish = run({"completion", "fish"}).out;
   CHECK(has(fish, "'__fish_seen_subcommand_from logs' -a '(__ktrain_runs)'"));
+  CHECK(has(fish, "'__fish_seen_subcommand_from exec' -a '(__ktrain_runs)'"));
+  CHECK(has(fish, "'__fish_seen_subcommand_from port-forward' -a '(__ktrain_runs)'"));
   CHECK(has(fish, "ktrain list $ctx -o name 2>/dev/null"));
   CHECK_FALSE(has(fish, "'__fish_seen_subcommand_from submit' -a '(__ktrain_runs)'"));
 }
