@@ -12,6 +12,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -509,7 +511,17 @@ std::unique_ptr<Tunnel> Tunnel::open(const Request& req) {
     ::setsockopt(impl->net_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(impl->net_fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     s.err_clear_error();
-    if (s.connect(impl->ssl) != 1) {
+    // The handshake writes too: SIGPIPE is held back while it runs, and dropped.
+    sigset_t pipe_only, old_mask;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
+    const int connected = s.connect(impl->ssl);
+    timespec zero{};
+    while (sigtimedwait(&pipe_only, nullptr, &zero) == SIGPIPE) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    if (connected != 1) {
       const long verify = s.get_verify_result(impl->ssl);
       std::string why = verify != X509_V_OK ? s.verify_error_string(verify) : ssl_errors(s);
       if (why.empty()) why = errno == EAGAIN ? "no answer to the TLS handshake" : errno_text(errno);
@@ -529,7 +541,15 @@ std::unique_ptr<Tunnel> Tunnel::open(const Request& req) {
   set_nonblocking(impl->net_fd);
   set_nonblocking(impl->relay_fd);
   Impl* raw = impl.get();
-  impl->relay = std::thread([raw] { raw->run(); });
+  impl->relay = std::thread([raw] {
+    // TLS writes to a connection the server closed raise SIGPIPE in the writing thread:
+    // here it stays blocked (and is dropped with the thread), and the write fails.
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr);
+    raw->run();
+  });
   return std::unique_ptr<Tunnel>(new Tunnel(std::move(impl)));
 }
 

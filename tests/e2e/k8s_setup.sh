@@ -64,7 +64,7 @@ expect_contains "$(cat rc.out)" "rights ktrain uses are not granted in team-a: a
   "the hint names the user as the API server knows them"
 KUBECONFIG="$ALICE_KUBECONFIG" "$ktrain" setup --check team-a -o json >check.json
 expect_eq "$(json 'd["allowed"], d["namespaceExists"], len(d["checks"])' <check.json)" \
-  "(True, None, 90)" "setup --check -o json (alice may not read namespaces; 90 rights, 42 of them on the operators' kinds)"
+  "(True, None, 94)" "setup --check -o json (alice may not read namespaces; 94 rights, 42 of them on the operators' kinds)"
 echo "ok: check"
 
 echo "== alice in team-a: submit, follow, serve, scale, delete"
@@ -93,6 +93,18 @@ YAML
 as_alice serve -f web.yaml >serve.out 2>&1 || fail "alice's serve: $(cat serve.out)"
 as_alice scale web --replicas 2 >/dev/null 2>&1 || fail "alice's scale"
 expect_eq "$(kubectl get deployment web -n team-a -o jsonpath='{.spec.replicas}')" 2 "scaled"
+# exec and port-forward: the real API server authorizes alice by the Role's pods/exec and
+# pods/portforward, and passes the WebSocket upgrade on to the node, whose agent here
+# serves neither (tests/fixtures/k8s/README.md): the refusal comes from there, not RBAC.
+rc="$(rc_of as_alice exec web -- true)"
+echo "alice's exec: exit $rc: $(cat rc.out)"
+case "$(cat rc.out)" in *orbidden*) fail "alice's exec is forbidden: $(cat rc.out)" ;; esac
+expect_eq "$rc" 1 "alice's exec: refused by the node, exit 1"
+# The API server took the v5 WebSocket and asked the node for the stream (as SPDY).
+expect_contains "$(cat rc.out)" "unable to upgrade connection" "alice's exec reached the node"
+rc="$(rc_of env KUBECONFIG="$NOBODY_KUBECONFIG" "$ktrain" -n team-a exec web -- true)"
+expect_eq "$rc" 3 "exec as a user without rights: exit 3"
+expect_contains "$(cat rc.out)" "forbidden" "exec as a user without rights: forbidden"
 as_alice delete web >/dev/null 2>&1 || fail "alice deletes the service"
 as_alice delete "$run" >/dev/null 2>&1 || fail "alice deletes the run"
 k8s_wait "the run's objects to go" 30 sh -c \
