@@ -20,9 +20,11 @@ const char* to_string(RunState s);
 /// One row of `ktrain list`.
 struct RunSummary {
   std::string name;
-  std::string kind = "train";  ///< "train" (a Job) or "serve" (a Deployment; nodes = replicas)
-  std::string namespace_;      ///< "" for local runs
-  std::string sweep;           ///< the sweep it belongs to (its base name), "" if none
+  /// "train" (a Job), "dev" (the Job of a dev pod) or "serve" (a Deployment; nodes =
+  /// replicas).
+  std::string kind = "train";
+  std::string namespace_;  ///< "" for local runs
+  std::string sweep;       ///< the sweep it belongs to (its base name), "" if none
   RunState state = RunState::kUnknown;
   int nodes = 0;
   int gpus = 0;  ///< per node

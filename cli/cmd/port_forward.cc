@@ -99,7 +99,7 @@ PortPair parse_port_pair(const std::string& spec) {
 
 int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std::string& run,
                   const std::string& address, std::vector<PortPair> ports,
-                  const std::string& banner) {
+                  const std::function<void(const std::vector<PortPair>&)>& on_listening) {
   std::vector<int> listeners;
   struct Closer {
     std::vector<int>& fds;
@@ -108,7 +108,7 @@ int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std:
     }
   } closer{listeners};
   for (auto& p : ports) listeners.push_back(listen_on(address, p.local));
-  if (!banner.empty()) *env.out << banner << "\n";
+  if (on_listening) on_listening(ports);
   for (const auto& p : ports) {
     *env.out << "Forwarding from " << address << ":" << p.local << " -> " << p.remote << "\n";
   }

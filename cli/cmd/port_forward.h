@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,11 +19,11 @@ PortPair parse_port_pair(const std::string& spec);
 
 /// Listens on `address` for each of `ports` and forwards every connection to the pod of
 /// `t`, until SIGINT/SIGTERM (exit 0) or the pod goes away (exit 1, saying so). Prints
-/// "Forwarding from ADDRESS:LOCAL -> REMOTE" for each once listening (after `banner`
-/// when not empty).
+/// "Forwarding from ADDRESS:LOCAL -> REMOTE" for each once listening, after calling
+/// `on_listening` (when set) with the ports, the local ones chosen.
 int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std::string& run,
                   const std::string& address, std::vector<PortPair> ports,
-                  const std::string& banner = "");
+                  const std::function<void(const std::vector<PortPair>&)>& on_listening = nullptr);
 
 /// `ktrain port-forward RUN [--rank N | --node N] LOCAL:REMOTE...`.
 void add_port_forward_command(CLI::App& app, Env& env, CommandResult& result);

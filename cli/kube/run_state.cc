@@ -8,6 +8,7 @@
 
 #include "base/cuda.h"
 #include "base/timefmt.h"
+#include "render/dev.h"
 #include "render/render.h"
 
 namespace ktrain::kube {
@@ -262,6 +263,7 @@ RunSummary summarize_job(const json& job) {
   RunSummary s;
   s.labels = labels_of(job);
   s.queued = str(job, {"metadata", "labels", render::kLabelQueued}) == "true";
+  if (str(job, {"metadata", "labels", render::kLabelDev}) == "true") s.kind = "dev";
   s.name = str(job, {"metadata", "labels", kLabelRun});
   if (s.name.empty()) s.name = str(job, {"metadata", "name"});
   s.namespace_ = str(job, {"metadata", "namespace"});
