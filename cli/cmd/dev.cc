@@ -361,17 +361,15 @@ struct DevOptions {
     return exit_code::kOk;
   }
 
-  /// Removes the ended dev pod's objects and waits until its Job is gone, so that a new
-  /// one can be made under the same name.
+  /// Removes the ended dev pod's objects and waits until its Job and Service are gone,
+  /// so that new ones can be made under the same names. (Its Secret goes at once, and
+  /// the Role that ktrain setup makes does not let its users read Secrets.)
   static void remove_and_wait(backend::KubeBackend& be, const std::string& run,
                               const std::string& ns, const std::string& job_path) {
     be.remove(run);
     const auto svc_path = kube::object_path(kube::resource_type("v1", "Service"), ns, run);
-    const auto secret_path =
-        kube::object_path(kube::resource_type("v1", "Secret"), ns, run + "-rdzv");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (be.client().get_if_exists(job_path) || be.client().get_if_exists(svc_path) ||
-           be.client().get_if_exists(secret_path)) {
+    while (be.client().get_if_exists(job_path) || be.client().get_if_exists(svc_path)) {
       if (std::chrono::steady_clock::now() > deadline) {
         throw Error("the ended dev pod " + run + " is still being deleted after 60s; try again");
       }

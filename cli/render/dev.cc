@@ -10,13 +10,19 @@ namespace ktrain::render {
 namespace {
 
 /// The idle loop ($1: the idle timeout in seconds, 0 = never; $2: how often to look).
-/// Another process counts when it shares this one's mount and PID namespaces, i.e. it
-/// runs in this container (an exec'd shell, JupyterLab); where the namespaces cannot
-/// be compared, any other process counts. SIGTERM (delete, --stop) ends it with 0.
+/// Another process counts when it runs in this container (an exec'd shell, JupyterLab):
+/// any other process when the loop is PID 1 (the container has a PID namespace of its
+/// own, as kubelets give it), else one that shares the loop's mount and PID namespaces;
+/// where namespaces cannot be compared, any other process. SIGTERM (delete, --stop)
+/// ends it with 0.
+/// It has no "$$": the kubelet makes "$$" of a container's command "$" (and expands
+/// "$(NAME)"), so its own pid is read from /proc/self/stat by the shell itself.
 constexpr const char* kIdleScript = R"SH(idle=$1 step=$2 quiet=0
 trap 'exit 0' TERM INT
+read -r me _ </proc/self/stat
 ns=1
-[ /proc/$$/ns/mnt -ef /proc/$$/ns/mnt ] 2>/dev/null || ns=0
+[ "/proc/$me/ns/mnt" -ef "/proc/$me/ns/mnt" ] 2>/dev/null || ns=0
+[ "$me" = 1 ] && ns=0
 if [ "$idle" -gt 0 ]; then
   echo "ktrain dev: ready; ends after ${idle}s with nothing else running in it"
 else
@@ -27,8 +33,8 @@ while :; do
   [ "$idle" -gt 0 ] || continue
   busy=0
   for d in /proc/[0-9]*; do
-    [ "$d" = "/proc/$$" ] && continue
-    if [ $ns = 0 ] || { [ "$d/ns/mnt" -ef "/proc/$$/ns/mnt" ] && [ "$d/ns/pid" -ef "/proc/$$/ns/pid" ]; } 2>/dev/null; then
+    [ "$d" = "/proc/$me" ] && continue
+    if [ $ns = 0 ] || { [ "$d/ns/mnt" -ef "/proc/$me/ns/mnt" ] && [ "$d/ns/pid" -ef "/proc/$me/ns/pid" ]; } 2>/dev/null; then
       busy=1
       break
     fi

@@ -111,6 +111,49 @@ k8s_wait "the run's objects to go" 30 sh -c \
   "[ -z \"\$(kubectl get jobs,services,secrets -n team-a -l ktrain.dev/run=$run -o name)\" ]"
 echo "ok: alice runs in team-a"
 
+echo "== alice's dev pod"
+cat >box.yaml <<'YAML'
+name: box
+image: registry.example.com/ml/box:1
+train:
+  command: [python3, train.py]
+  nodes: 4
+  gpus: 1
+  shm: 1Gi
+YAML
+expect_eq "$(rc_of as_alice dev -f box.yaml --dry-run=server)" 0 "the API server accepts the dev pod"
+expect_eq "$(kubectl get jobs -n team-a -l ktrain.dev/run=box-dev -o name)" "" "a server dry run keeps nothing"
+as_alice dev -f box.yaml --idle-timeout 4s >dev.out 2>dev.err || fail "alice's dev: $(cat dev.err)"
+expect_eq "$(cat dev.out)" "box-dev" "alice's dev pod runs"
+expect_eq "$(kubectl get pods -n team-a -l ktrain.dev/run=box-dev -o jsonpath='{.items[0].status.phase} {.items[0].spec.containers[0].resources.limits.nvidia\.com/gpu} {.items[0].spec.containers[0].command[0]} {.items[0].metadata.labels.ktrain\.dev/dev}')" \
+  "Running 1 /bin/sh true" "kubectl sees it: running, one node's GPUs, the idle loop, the dev label"
+# list reads the Job, whose status the Job controller writes a moment after the pod's.
+box_listed() { as_alice list | grep -q "box-dev  dev    $1"; }
+k8s_wait "alice's list to show the dev pod running" 10 box_listed Running
+echo "ok: alice's list shows the dev pod"
+# A process in the container, as the container's user (as an exec'd shell is: the node
+# agent serves no exec), keeps the pod; once nothing else runs, the idle timeout ends it
+# and the Job completes.
+pid="$(pgrep -f -n 'ktrain-dev 4 1$')" || fail "the dev pod's idle loop is not running"
+nsenter -t "$pid" -m -S 1000 -G 1000 sleep 7
+expect_eq "$(kubectl get job box-dev -n team-a -o jsonpath='{.status.active}')" "1" \
+  "the pod stays while a command runs in it, beyond the idle timeout"
+box_ended() { [ "$(as_alice status box-dev -o json | json 'd["state"]')" = Succeeded ]; }
+k8s_wait "the idle dev pod to end" 30 box_ended
+expect_contains "$(as_alice logs box-dev)" "nothing else ran in it for 4s (idle timeout 4s): ending" \
+  "the dev pod's log says why it ended"
+box_listed Succeeded || fail "an ended dev pod in the list: $(as_alice list)"
+echo "ok: an ended dev pod in the list"
+as_alice dev -f box.yaml --idle-timeout 0 >dev.out 2>dev.err || fail "alice's dev again: $(cat dev.err)"
+expect_contains "$(cat dev.err)" "the dev pod box-dev has ended (Succeeded" "dev after the end: says so"
+expect_contains "$(cat dev.err)" "created the dev pod box-dev" "dev after the end: a new one"
+expect_eq "$(kubectl get job box-dev -n team-a -o jsonpath='{.status.active} {.spec.template.spec.containers[0].command[4]}')" \
+  "1 0" "the new dev pod runs, with no idle timeout"
+as_alice dev -f box.yaml --stop >/dev/null 2>&1 || fail "alice's dev --stop"
+k8s_wait "the dev pod's objects to go" 30 sh -c \
+  "[ -z \"\$(kubectl get jobs,services,secrets,pods -n team-a -l ktrain.dev/run=box-dev -o name)\" ]"
+echo "ok: alice's dev pod"
+
 echo "== what alice may not do"
 run="$(as_alice submit -f job.yaml --wait 2>/dev/null | head -1)"
 for what in "get secrets" "get secret $run-rdzv"; do
