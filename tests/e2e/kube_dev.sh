@@ -14,6 +14,8 @@ source "${KTRAIN_SOURCE:-.}/tests/fixtures/apiserver/testlib.bash"
 ktrain="$KTRAIN_BUILD/ktrain"
 [ -x "$ktrain" ] || fail "$ktrain not built"
 case "$ktrain" in /*) ;; *) ktrain="$PWD/$ktrain" ;; esac
+launcher="$KTRAIN_BUILD/ktrain-launch"
+case "$launcher" in /*) ;; *) launcher="$PWD/$launcher" ;; esac
 
 work="$(mktemp -d /tmp/ktrain-dev.XXXXXX)"
 marker="ktrain-dev-test-$$"
@@ -170,6 +172,14 @@ if command -v script >/dev/null 2>&1; then
   out="$(printf 'echo $((6 * 7)); exit\n' | script -qec "$ktrain dev --shell" /dev/null | tr -d '\r')"
   expect_contains "$out" "42" "dev --shell on a terminal"
 fi
+
+# ktrain-launch in the dev pod starts a one-node run's workers from the pod's env (no
+# GPUs on this machine: the check of the 2 GPUs is left out, 2 workers asked for).
+k exec web-dev -- env KTRAIN_GPUS=0 KTRAIN_NPROC_PER_NODE=2 "$launcher" -- \
+  sh -c 'echo "$KTRAIN_RUN rank $RANK of $WORLD_SIZE"'
+expect_eq "$rc" "0" "ktrain-launch in the dev pod: exit 0 ($err)"
+expect_eq "$(sort <<<"$out")" "$(printf '[rank 0] web-dev rank 0 of 2\n[rank 1] web-dev rank 1 of 2')" \
+  "ktrain-launch in the dev pod: the workers of a one-node run"
 
 # --- --jupyter --------------------------------------------------------------------------------
 "$ktrain" dev --jupyter --port 0 >jp.out 2>jp.err &

@@ -68,6 +68,11 @@ TEST_CASE("completion: -f/--file completes file names in bash") {
   const auto end = bash.find(";;", at);
   const std::string submit = bash.substr(at, end - at);
   CHECK(has(submit, "files=' -f --file '"));
+  const auto dev_at = bash.find("    dev)\n");
+  REQUIRE(dev_at != std::string::npos);
+  const std::string dev = bash.substr(dev_at, bash.find(";;", dev_at) - dev_at);
+  CHECK(has(dev, "files=' -f --file '"));
+  CHECK(has(dev, "--jupyter"));
   CHECK(has(bash, "compgen -f -- \"$cur\""));
 }
 

@@ -75,6 +75,15 @@ TEST_CASE("run state: job summary: name, nodes, GPUs per node, age, state") {
             .state == RunState::kPending);
 }
 
+TEST_CASE("run state: a dev pod's Job is of the kind dev; others are train") {
+  auto j = job("box-dev", {{"active", 1}});
+  CHECK(ktrain::kube::summarize_job(j).kind == "train");
+  j["metadata"]["labels"]["ktrain.dev/dev"] = "true";
+  CHECK(ktrain::kube::summarize_job(j).kind == "dev");
+  j["metadata"]["labels"]["ktrain.dev/dev"] = "false";
+  CHECK(ktrain::kube::summarize_job(j).kind == "train");
+}
+
 TEST_CASE("run state: one row per rank from the newest pod; missing ranks are NotCreated") {
   json running = json::parse(R"({"phase": "Running", "containerStatuses": [
       {"name": "train", "restartCount": 2, "state": {"running": {}}}]})");
