@@ -170,7 +170,8 @@ struct ListOptions {
     for (const auto& r : runs) sweep_w = std::max(sweep_w, r.sweep.size());
     std::string header = ns ? fmt::format("{:<16}  ", "NAMESPACE") : "";
     const size_t age_w = wide ? 5 : 0;  // the last column is not padded
-    // KIND: train (a Job; NODES its pods) or serve (a Deployment; NODES its replicas).
+    // KIND: train (a Job; NODES its pods), dev (the Job of a dev pod) or serve (a Deployment;
+    // NODES its replicas).
     header += fmt::format("{:<{}}  {:<5}  {:<10} {:>5} {:>5}  {:<{}}", "NAME", width, "KIND",
                           "STATE", "NODES", "GPUS", "AGE", age_w);
     if (wide) header += fmt::format("  {:<{}}  {}", "SWEEP", sweep_w, "CREATED");
