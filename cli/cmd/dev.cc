@@ -1,8 +1,5 @@
 #include "cmd/dev.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -83,25 +80,6 @@ echo "JupyterLab did not start within 60s; the end of its log ($d/log):" >&2
 tail -n 20 "$d/log" >&2
 exit 1
 )SH";
-
-/// Whether `port` of `address` can be listened on now.
-bool port_free(const std::string& address, int port) {
-  in_addr addr{};
-  if (::inet_pton(AF_INET, address == "localhost" ? "127.0.0.1" : address.c_str(), &addr) != 1) {
-    return false;
-  }
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr = addr;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
-  ::close(fd);
-  return ok;
-}
 
 /// A file that an exec's output goes to, read back at the end.
 class Capture {

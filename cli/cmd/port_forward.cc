@@ -57,25 +57,46 @@ struct PortForwardOptions {
   }
 };
 
-/// A listening socket on address:port (0: any free one); the port it got.
-int listen_on(const std::string& address, int& port) {
+/// A socket bound to address:port (0: any free one), not yet listening; -1 with `why`
+/// set when the port cannot be had. Throws UsageError for an address that is not IPv4.
+int bind_to(const std::string& address, int port, std::string& why) {
   in_addr addr{};
   const std::string a = address == "localhost" ? "127.0.0.1" : address;
   if (::inet_pton(AF_INET, a.c_str(), &addr) != 1) {
     throw UsageError("--address " + address + ": expected an IPv4 address such as 127.0.0.1");
   }
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return -1;
+  }
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_addr = addr;
   sa.sin_port = htons(static_cast<uint16_t>(port));
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(fd, 128) != 0) {
-    const std::string why = std::strerror(errno);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    why = std::strerror(errno);
     ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// A listening socket on address:port (0: any free one); the port it got.
+int listen_on(const std::string& address, int& port) {
+  std::string why;
+  int fd = bind_to(address, port, why);
+  if (fd >= 0 && ::listen(fd, 128) != 0) {
+    why = std::strerror(errno);
+    ::close(fd);
+    fd = -1;
+  }
+  if (fd < 0) {
     throw Error("cannot listen on " + address + ":" + std::to_string(port) + ": " + why);
   }
+  sockaddr_in sa{};
   socklen_t len = sizeof sa;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
   port = ntohs(sa.sin_port);
@@ -83,6 +104,14 @@ int listen_on(const std::string& address, int& port) {
 }
 
 }  // namespace
+
+bool port_free(const std::string& address, int port) {
+  std::string why;
+  const int fd = bind_to(address, port, why);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
 
 PortPair parse_port_pair(const std::string& spec) {
   PortPair p;

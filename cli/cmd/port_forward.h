@@ -14,6 +14,10 @@ struct PortPair {
   int remote = 0;
 };
 
+/// Whether `port` of `address` can be bound now (nothing listens there). Throws
+/// UsageError for an address that is not IPv4.
+bool port_free(const std::string& address, int port);
+
 /// Parses "8080", "8080:80" or ":80"; throws UsageError naming `spec`.
 PortPair parse_port_pair(const std::string& spec);
 
