@@ -218,6 +218,10 @@ struct DevOptions {
                     run);
       }
       const RunSummary s = kube::summarize_job(*job);
+      if (s.state == RunState::kStopped) {
+        throw Error("the dev pod " + run + " is stopped (ktrain stop): ktrain resume " + run +
+                    " starts it again; ktrain dev --stop removes it");
+      }
       if (s.state == RunState::kSucceeded || s.state == RunState::kFailed) {
         say(env, "the dev pod " + run + " has ended (" + to_string(s.state) + "; ktrain logs " +
                      run + " says why): starting a new one");

@@ -233,6 +233,15 @@ k dev --stop
 expect_eq "$rc" "1" "dev --stop with no dev pod: exit 1"
 expect_contains "$err" "there is no dev pod web-dev in namespace default" "dev --stop: says there is none"
 
+# A dev pod stopped with ktrain stop is not waited for in vain.
+k_ok "dev, to stop it" dev
+k_ok "stop the dev pod" stop web-dev
+k dev
+expect_eq "$rc" "1" "dev of a stopped dev pod: exit 1"
+expect_contains "$err" "is stopped (ktrain stop): ktrain resume web-dev starts it again" \
+  "dev of a stopped dev pod: says how to go on"
+k_ok "dev --stop of a stopped dev pod" dev --stop
+
 # --- bad paths --------------------------------------------------------------------------------
 sed -e 's/^name: web/name: stuck/' ktrain.yaml >stuck.yaml
 k dev -f stuck.yaml --timeout 1s
