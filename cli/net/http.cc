@@ -129,7 +129,12 @@ bool append_capped(std::string& s, std::string_view data, std::size_t max) {
   const bool fits = data.size() <= room;
   const std::size_t n = fits ? data.size() : room;
   if (s.capacity() < s.size() + n) {
-    s.reserve(std::min(max, std::max(s.size() + n, 2 * s.capacity())));
+    // Powers of two up to `max`: the last growth before a cap of 256 MiB copies 128 MiB
+    // into 256 (384 MiB at once), never 255 into 256, whatever the chunks' sizes were.
+    const std::size_t want = std::max(s.size() + n, 2 * s.capacity());
+    std::size_t grown = 4096;
+    while (grown < want && grown < max) grown *= 2;
+    s.reserve(std::max(s.size() + n, std::min(max, grown)));
   }
   s.append(data.substr(0, n));
   return fits;
