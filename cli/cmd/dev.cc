@@ -147,6 +147,7 @@ struct DevOptions {
     }
     if (port != -1 && !jupyter) throw UsageError("--port is for --jupyter");
     if (address != "127.0.0.1" && !jupyter) throw UsageError("--address is for --jupyter");
+    check_address(address);
     wait_timeout = parse_timeout_flag("--timeout", timeout);
     if (dry_run == "none") dry_run.clear();
     if (!dry_run.empty() && dry_run != "client" && dry_run != "server") {
@@ -206,17 +207,9 @@ struct DevOptions {
       return exit_code::kOk;
     }
 
-    const auto job_path = kube::object_path(kube::resource_type("batch/v1", "Job"), ns, run);
     bool created = false;
-    auto job = client.get_if_exists(job_path);
+    auto job = dev_job(client, ns, run);
     if (job) {
-      const auto labels = (*job)["metadata"].value("labels", json::object());
-      if (labels.value(render::kLabelDev, "") != "true") {
-        throw Error("there is a run " + run + " in namespace " + ns +
-                    " that is not a dev pod (submitted with --run-id dev?); delete it first: "
-                    "ktrain delete " +
-                    run);
-      }
       const RunSummary s = kube::summarize_job(*job);
       if (s.state == RunState::kStopped) {
         throw Error("the dev pod " + run + " is stopped (ktrain stop): ktrain resume " + run +
@@ -225,7 +218,7 @@ struct DevOptions {
       if (s.state == RunState::kSucceeded || s.state == RunState::kFailed) {
         say(env, "the dev pod " + run + " has ended (" + to_string(s.state) + "; ktrain logs " +
                      run + " says why): starting a new one");
-        remove_and_wait(be, run, ns, job_path);
+        remove_and_wait(be, run, ns);
         job.reset();
       } else {
         say(env, "using the dev pod " + run + " started " +
@@ -295,19 +288,29 @@ struct DevOptions {
            " with nothing running in it: --idle-timeout)";
   }
 
-  static std::string format_duration(std::int64_t s) {
-    if (s % 3600 == 0) return std::to_string(s / 3600) + "h";
-    if (s % 60 == 0) return std::to_string(s / 60) + "m";
-    return std::to_string(s) + "s";
+  static std::string image_of(const json& job) {
+    const json* c = kube::train_container_spec(job["spec"]["template"]["spec"]);
+    return c ? c->value("image", "") : "";
   }
 
-  static std::string image_of(const json& job) {
-    const auto* containers = &job["spec"]["template"]["spec"]["containers"];
-    if (!containers->is_array()) return "";
-    for (const auto& c : *containers) {
-      if (c.value("name", "") == "train") return c.value("image", "");
+  static std::string dev_job_path(const std::string& ns, const std::string& run) {
+    return kube::object_path(kube::resource_type("batch/v1", "Job"), ns, run);
+  }
+
+  /// The dev pod's Job, if there is one; throws Error when the Job of that name is not a
+  /// dev pod's (a run submitted with --run-id dev), which dev neither uses nor deletes.
+  static std::optional<json> dev_job(kube::Client& client, const std::string& ns,
+                                     const std::string& run) {
+    auto job = client.get_if_exists(dev_job_path(ns, run));
+    if (job) {
+      const auto labels = (*job)["metadata"].value("labels", json::object());
+      if (labels.value(render::kLabelDev, "") != "true") {
+        throw Error("there is a run " + run + " in namespace " + ns +
+                    " that is not a dev pod (submitted with --run-id dev?); ktrain delete " + run +
+                    " deletes it");
+      }
     }
-    return "";
+    return job;
   }
 
   static void say(Env& env, const std::string& line) {
@@ -318,15 +321,7 @@ struct DevOptions {
   }
 
   int stop_dev(Env& env, backend::KubeBackend& be, const std::string& run, const std::string& ns) {
-    const auto job_path = kube::object_path(kube::resource_type("batch/v1", "Job"), ns, run);
-    auto job = be.client().get_if_exists(job_path);
-    if (job) {
-      const auto labels = (*job)["metadata"].value("labels", json::object());
-      if (labels.value(render::kLabelDev, "") != "true") {
-        throw Error("the run " + run + " in namespace " + ns + " is not a dev pod; ktrain delete " +
-                    run + " deletes it");
-      }
-    }
+    const auto job = dev_job(be.client(), ns, run);
     try {
       be.remove(run);
     } catch (const kube::ApiError&) {
@@ -347,8 +342,9 @@ struct DevOptions {
   /// so that new ones can be made under the same names. (Its Secret goes at once, and
   /// the Role that ktrain setup makes does not let its users read Secrets.)
   static void remove_and_wait(backend::KubeBackend& be, const std::string& run,
-                              const std::string& ns, const std::string& job_path) {
+                              const std::string& ns) {
     be.remove(run);
+    const auto job_path = dev_job_path(ns, run);
     const auto svc_path = kube::object_path(kube::resource_type("v1", "Service"), ns, run);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (be.client().get_if_exists(job_path) || be.client().get_if_exists(svc_path)) {
@@ -359,38 +355,46 @@ struct DevOptions {
     }
   }
 
-  /// Waits until node 0's pod runs; says on stderr what it waits for, each time that
-  /// changes. Returns the pod's name. Throws Error when the pod ends first, and after
-  /// --timeout (exit 124).
+  /// Waits until node 0's pod runs, watching the run (backend::watch_status); says on
+  /// stderr what it waits for, each time that changes. Returns the pod's name. Throws
+  /// Error when the pod ends first, and after --timeout (exit 124).
   std::string wait_running(Env& env, backend::KubeBackend& be, const std::string& run) {
     const auto start = std::chrono::steady_clock::now();
-    std::string said;
-    for (int round = 0;; ++round) {
-      const RunStatus st = be.status(run);
-      const RankStatus* r = nullptr;
-      for (const auto& rank : st.ranks) {
-        if (rank.index == 0 && !rank.pod.empty()) r = &rank;  // the newest attempt is last
-      }
-      if (r && r->phase == "Running") return r->pod;
-      if (st.summary.state == RunState::kSucceeded || st.summary.state == RunState::kFailed) {
-        std::string why = st.explanations.empty() ? "" : ": " + st.explanations.front();
-        throw Error("the dev pod " + run + " ended before it ran (" + to_string(st.summary.state) +
-                    why + "); ktrain status " + run + " and ktrain logs " + run + " say more");
-      }
-      std::string now = r ? "pod " + r->pod + " is " + r->phase : "waiting for its pod";
-      if (r && !r->reason.empty()) now += " (" + r->reason + ")";
-      if (!st.explanations.empty()) now += ": " + st.explanations.front();
-      if (now != said) {
-        say(env, now);
-        said = now;
-      }
-      if (std::chrono::steady_clock::now() - start > wait_timeout) {
-        throw Error("the dev pod " + run + " is not running after " + timeout + " (" + now +
-                        "); it is left as it is: ktrain dev --stop removes it",
-                    exit_code::kTimeout);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(round < 20 ? 100 : 1000));
-    }
+    std::string pod, said;
+    std::optional<Error> ended;
+    be.watch_status(
+        run,
+        [&](const RunStatus& st) {
+          const RankStatus* r = nullptr;
+          for (const auto& rank : st.ranks) {
+            if (rank.index == 0 && !rank.pod.empty()) r = &rank;  // the newest attempt is last
+          }
+          if (r && r->phase == "Running") {
+            pod = r->pod;
+            return false;
+          }
+          if (st.summary.state == RunState::kSucceeded || st.summary.state == RunState::kFailed) {
+            const std::string why = st.explanations.empty() ? "" : ": " + st.explanations.front();
+            ended = Error("the dev pod " + run + " ended before it ran (" +
+                          to_string(st.summary.state) + why + "); ktrain status " + run +
+                          " and ktrain logs " + run + " say more");
+            return false;
+          }
+          std::string now = r ? "pod " + r->pod + " is " + r->phase : "waiting for its pod";
+          if (r && !r->reason.empty()) now += " (" + r->reason + ")";
+          if (!st.explanations.empty()) now += ": " + st.explanations.front();
+          if (now != said) {
+            say(env, now);
+            said = now;
+          }
+          return true;
+        },
+        [&] { return std::chrono::steady_clock::now() - start > wait_timeout; });
+    if (!pod.empty()) return pod;
+    if (ended) throw *ended;
+    throw Error("the dev pod " + run + " is not running after " + timeout + " (" + said +
+                    "); it is left as it is: ktrain dev --stop removes it",
+                exit_code::kTimeout);
   }
 
   int start_jupyter(Env& env, kube::Client& client, const PodTarget& t, const std::string& run) {

@@ -57,14 +57,20 @@ struct PortForwardOptions {
   }
 };
 
-/// A socket bound to address:port (0: any free one), not yet listening; -1 with `why`
-/// set when the port cannot be had. Throws UsageError for an address that is not IPv4.
-int bind_to(const std::string& address, int port, std::string& why) {
+/// `address` ("localhost" or dotted IPv4) as an in_addr; throws UsageError naming --address.
+in_addr ipv4_address(const std::string& address) {
   in_addr addr{};
   const std::string a = address == "localhost" ? "127.0.0.1" : address;
   if (::inet_pton(AF_INET, a.c_str(), &addr) != 1) {
     throw UsageError("--address " + address + ": expected an IPv4 address such as 127.0.0.1");
   }
+  return addr;
+}
+
+/// A socket bound to address:port (0: any free one), not yet listening; -1 with `why`
+/// set when the port cannot be had. Throws UsageError for an address that is not IPv4.
+int bind_to(const std::string& address, int port, std::string& why) {
+  const in_addr addr = ipv4_address(address);
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     why = std::strerror(errno);
@@ -104,6 +110,10 @@ int listen_on(const std::string& address, int& port) {
 }
 
 }  // namespace
+
+void check_address(const std::string& address) {
+  ipv4_address(address);
+}
 
 bool port_free(const std::string& address, int port) {
   std::string why;

@@ -14,6 +14,9 @@ struct PortPair {
   int remote = 0;
 };
 
+/// Throws UsageError unless `address` is one that --address takes (IPv4, or localhost).
+void check_address(const std::string& address);
+
 /// Whether `port` of `address` can be bound now (nothing listens there). Throws
 /// UsageError for an address that is not IPv4.
 bool port_free(const std::string& address, int port);

@@ -65,16 +65,6 @@ bool condition_true(const json& obj, const char* type, json* found = nullptr) {
   return false;
 }
 
-/// The training container of a pod spec: the one named `name`, else the first.
-const json* train_container_spec(const json& pod_spec, const std::string& name = kTrainContainer) {
-  const auto& cs = at_path(pod_spec, {"containers"});
-  if (!cs.is_array() || cs.empty()) return nullptr;
-  for (const auto& c : cs) {
-    if (c.value("name", "") == name) return &c;
-  }
-  return &cs[0];
-}
-
 const json* train_container_status(const json& pod) {
   const auto& cs = at_path(pod, {"status", "containerStatuses"});
   if (!cs.is_array() || cs.empty()) return nullptr;
@@ -164,6 +154,15 @@ struct Grouped {
 };
 
 }  // namespace
+
+const json* train_container_spec(const json& pod_spec, const std::string& name) {
+  const auto& cs = at_path(pod_spec, {"containers"});
+  if (!cs.is_array() || cs.empty()) return nullptr;
+  for (const auto& c : cs) {
+    if (c.value("name", "") == name) return &c;
+  }
+  return &cs[0];
+}
 
 bool waits_for_cuda_node(const json& pod) {
   if (str(pod, {"metadata", "annotations", render::kAnnotationCuda}).empty()) return false;

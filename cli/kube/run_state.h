@@ -92,4 +92,9 @@ inline constexpr int kExitCudaDriver = 79;
 /// The name of the container that runs the work in a ktrain pod ("train").
 inline constexpr const char* kTrainContainer = "train";
 
+/// The training container of a pod spec (a pod's, or a pod template's): the one named
+/// `name`, else the first; nullptr when it has none.
+const nlohmann::json* train_container_spec(const nlohmann::json& pod_spec,
+                                           const std::string& name = kTrainContainer);
+
 }  // namespace ktrain::kube

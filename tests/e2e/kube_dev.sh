@@ -285,6 +285,29 @@ k dev --port 9000
 expect_eq "$rc" "2" "--port without --jupyter: usage error"
 k dev --gpus -3
 expect_eq "$rc" "2" "--gpus -3: usage error"
+set +e
+KTRAIN_LOCAL=1 "$ktrain" dev >out 2>err
+rc=$?
+set -e
+expect_eq "$rc:$(grep -c 'makes a pod on a cluster' err)" "2:1" "dev with KTRAIN_LOCAL=1: usage error"
+k dev --dry-run=maybe
+expect_eq "$rc" "2" "--dry-run=maybe: usage error"
+k dev --shell --dry-run
+expect_eq "$rc" "2" "--shell with --dry-run: usage error"
+k dev -o wide
+expect_eq "$rc" "2" "-o wide: usage error"
+expect_contains "$err" "dev prints name, json or yaml" "-o wide: says what dev prints"
+k dev --jupyter --port 70000
+expect_eq "$rc" "2" "--port 70000: usage error"
+k dev --address 0.0.0.0
+expect_eq "$rc" "2" "--address without --jupyter: usage error"
+# A bad address is refused before anything is made.
+sed -e 's/^name: web/name: addr/' ktrain.yaml >addr.yaml
+k dev -f addr.yaml --jupyter --address 300.1.2.3
+expect_eq "$rc" "2" "--address 300.1.2.3: usage error"
+expect_contains "$err" "--address 300.1.2.3: expected an IPv4 address" "--address 300.1.2.3: says so"
+expect_eq "$(api_curl -o /dev/null -w '%{http_code}' /apis/batch/v1/namespaces/default/jobs/addr-dev)" \
+  "404" "--address 300.1.2.3: no dev pod was made"
 printf 'name: only-serve\nimage: registry.example.com/ml/web:1.0.0\nserve:\n  command: [python3, serve.py]\n  port: 8000\n' >serve.yaml
 k dev -f serve.yaml
 expect_eq "$rc" "2" "dev of a project without train: usage error"
