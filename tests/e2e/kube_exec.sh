@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # ktrain exec and port-forward against the test API server, whose pods run real
 # processes (an HTTP server in each pod's own network namespace), with kubectl 1.32 as
-# the peer for exec over the same endpoint: stdout, stderr and the exit status; stdin
-# to its end (v5's close), 1 MiB of binary stdin back intact; --node and --rank; a
-# terminal (its size, a resize, Ctrl-C) under script(1); a command that does not
-# exist; a dropped connection (POST /_test/cut); forbidden; a pod that is not running;
-# no such run; --local; usage errors. port-forward: several connections at once to the
-# pod's HTTP server, :REMOTE, a port nothing listens on, and the end of the pod ending
-# it with a message.
+# the peer for exec and port-forward over the same endpoints. exec: stdout, stderr and
+# the exit status; stdin to its end (v5's close), 1 MiB of binary stdin back intact;
+# --node and --rank; a terminal (its size, a resize, Ctrl-C) under script(1); a command
+# that does not exist; a dropped connection (POST /_test/cut); forbidden; a pod that is
+# not running; no such run; --local; usage errors. port-forward: several connections at
+# once to the pod's HTTP server, :REMOTE, a port nothing listens on, and the end of the
+# pod ending it with a message; kubectl port-forward (SPDY in WebSocket) the same way,
+# with 2 MB up to the pod as well.
 set -euo pipefail
 source "${KTRAIN_SOURCE:-.}/tests/fixtures/apiserver/testlib.bash"
 ktrain="$KTRAIN_BUILD/ktrain"
@@ -17,6 +18,7 @@ case "$ktrain" in /*) ;; *) ktrain="$PWD/$ktrain" ;; esac
 work="$(mktemp -d /tmp/ktrain-exec.XXXXXX)"
 cleanup() {
   [ -n "${pf_pid:-}" ] && kill "$pf_pid" 2>/dev/null || true
+  [ -n "${kpf_pid:-}" ] && kill "$kpf_pid" 2>/dev/null || true
   stop_apiserver
   rm -rf "$work"
 }
@@ -202,6 +204,68 @@ curl -sS -m 10 "http://127.0.0.1:$local_port/big.bin" >big.back
 expect_eq "$(sha256sum <big.back | cut -c1-64)" "$(sha256sum <"$work/site/big.bin" | cut -c1-64)" \
   "port-forward: 300 kB come back intact"
 
+# An echo server in the pod, started by exec (what exec leaves running stays with the pod).
+echo_port=$((web_port + 1))
+k_ok "exec: an echo server in the background" exec web-a -- sh -c \
+  "python3 -c '$(cat <<PY
+import socket, threading
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", $echo_port))
+s.listen(16)
+def serve(c):
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        c.sendall(b)
+    c.close()
+while True:
+    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
+PY
+)' >/dev/null 2>&1 &"
+head -c 2000000 /dev/urandom >up.bin
+# Sends up.bin to 127.0.0.1:PORT and prints the SHA-256 of what comes back: as much as
+# was sent ("count"), or all until the other side closes after this side's half-close
+# ("half-close": SPDY carries it, the WebSocket protocol that ktrain speaks has none).
+echo_through() {
+  python3 - "$1" "$2" <<'PY'
+import hashlib, socket, sys, threading, time
+data = open("up.bin", "rb").read()
+half_close = sys.argv[2] == "half-close"
+for attempt in range(50):
+    try:
+        c = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+        break
+    except OSError:
+        time.sleep(0.1)
+def send():
+    c.sendall(data)
+    if half_close:
+        c.shutdown(socket.SHUT_WR)
+threading.Thread(target=send).start()
+h = hashlib.sha256()
+got = 0
+while half_close or got < len(data):
+    b = c.recv(65536)
+    if not b:
+        break
+    got += len(b)
+    h.update(b)
+c.close()
+print(h.hexdigest())
+PY
+}
+"$ktrain" port-forward web-a ":$echo_port" >pfe.out 2>pfe.err &
+pfe_pid=$!
+for i in $(seq 1 100); do grep -q Forwarding pfe.out 2>/dev/null && break; sleep 0.05; done
+local_echo="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> .*/\1/p' pfe.out)"
+[ -n "$local_echo" ] || fail "port-forward to the echo server printed no port: $(cat pfe.out pfe.err)"
+expect_eq "$(echo_through "$local_echo" count)" "$(sha256sum <up.bin | cut -c1-64)" \
+  "port-forward: 2 MB up to the pod and back"
+kill "$pfe_pid"
+wait "$pfe_pid" || true
+
 # Any free local port (the one after the first may be a connection's own by now).
 "$ktrain" port-forward web-a --node 1 ":1" >pf2.out 2>pf2.err &
 pf2_pid=$!
@@ -216,6 +280,59 @@ expect_contains "$(cat pf2.err)" "failed to connect to localhost:1" \
   "port-forward to a port nothing listens on: the pod's side says so"
 kill "$pf2_pid"
 wait "$pf2_pid" || true
+
+# kubectl 1.31+ as the peer over the same endpoint: SPDY/3.1 tunnelled in WebSocket
+# (older kubectl asks for SPDY over an HTTP upgrade, which this server does not serve).
+kubectl_minor="$(kubectl version --client -o json 2>/dev/null |
+  json 'int("".join(c for c in d["clientVersion"]["minor"] if c.isdigit()))' 2>/dev/null || echo 0)"
+if [ "$kubectl_minor" -ge 31 ]; then
+  kubectl port-forward "pod/$pod0" ":$web_port" >kpf.out 2>kpf.err &
+  kpf_pid=$!
+  for i in $(seq 1 200); do grep -q Forwarding kpf.out 2>/dev/null && break; sleep 0.05; done
+  klocal="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> .*/\1/p' kpf.out)"
+  [ -n "$klocal" ] || fail "kubectl port-forward printed no port: $(cat kpf.out kpf.err)"
+  for i in 1 2 3 4 5 6; do
+    curl -sS -m 10 "http://127.0.0.1:$klocal/" >"kget.$i" &
+  done
+  for i in 1 2 3 4 5 6; do
+    for j in $(seq 1 200); do [ -s "kget.$i" ] && break; sleep 0.05; done
+    expect_eq "$(cat "kget.$i")" "hello from the pod" "kubectl port-forward: connection $i of 6 at once"
+  done
+  curl -sS -m 10 "http://127.0.0.1:$klocal/big.bin" >kbig.back
+  expect_eq "$(sha256sum <kbig.back | cut -c1-64)" "$(sha256sum <"$work/site/big.bin" | cut -c1-64)" \
+    "kubectl port-forward: 300 kB come back intact"
+  # 2 MB up to the pod's echo server and back over one connection, and the client's
+  # half-close: it reaches the pod, whose close comes back.
+  kubectl port-forward "pod/$pod0" ":$echo_port" >kpfe.out 2>kpfe.err &
+  kpfe_pid=$!
+  for i in $(seq 1 200); do grep -q Forwarding kpfe.out 2>/dev/null && break; sleep 0.05; done
+  klocale="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> .*/\1/p' kpfe.out)"
+  [ -n "$klocale" ] || fail "kubectl port-forward to the echo server printed no port: $(cat kpfe.out kpfe.err)"
+  expect_eq "$(echo_through "$klocale" half-close)" "$(sha256sum <up.bin | cut -c1-64)" \
+    "kubectl port-forward: 2 MB up to the pod and back, then the half-close"
+  kill "$kpfe_pid"
+  wait "$kpfe_pid" || true
+  expect_eq "$(kill -0 "$kpf_pid" 2>/dev/null && echo running)" "running" \
+    "kubectl port-forward: still forwarding after 7 connections"
+
+  # A port nothing listens on: the pod's side says why on the error stream, and kubectl
+  # 1.32 gives up on the connection.
+  kubectl port-forward "pod/$pod0" ":1" >kpf2.out 2>kpf2.err &
+  kpf2_pid=$!
+  for i in $(seq 1 200); do grep -q Forwarding kpf2.out 2>/dev/null && break; sleep 0.05; done
+  klocal2="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> .*/\1/p' kpf2.out)"
+  [ -n "$klocal2" ] || fail "the second kubectl port-forward printed no port: $(cat kpf2.out kpf2.err)"
+  curl -sS -m 10 "http://127.0.0.1:$klocal2/" >/dev/null 2>&1 || true
+  set +e
+  timeout 20 tail --pid="$kpf2_pid" -f /dev/null
+  kill "$kpf2_pid" 2>/dev/null
+  wait "$kpf2_pid"
+  set -e
+  expect_contains "$(cat kpf2.err)" "failed to connect to localhost:1" \
+    "kubectl port-forward to a port nothing listens on: the pod's side says so"
+else
+  echo "kubectl older than 1.31 or not installed: the port-forward peer comparison is skipped"
+fi
 
 k port-forward web-a 99999
 expect_eq "$rc" "2" "port-forward 99999: usage error"
@@ -232,4 +349,15 @@ set -e
 pf_pid=""
 expect_eq "$rc" "1" "port-forward ends with exit 1 when the pod goes"
 expect_contains "$(cat pf.err)" "port-forward ends" "port-forward: says the pod went"
+if [ -n "${kpf_pid:-}" ]; then
+  set +e
+  timeout 20 tail --pid="$kpf_pid" -f /dev/null
+  kill "$kpf_pid" 2>/dev/null
+  wait "$kpf_pid"
+  rc=$?
+  set -e
+  kpf_pid=""
+  expect_eq "$rc" "1" "kubectl port-forward ends with exit 1 when the pod goes"
+  expect_contains "$(cat kpf.err)" "lost connection to pod" "kubectl port-forward: says the pod went"
+fi
 echo "PASS"
