@@ -19,7 +19,7 @@
 #include "base/error.h"
 #include "cmd/run_common.h"
 #include "kube/connection.h"
-#include "kube/streams.h"
+#include "kube/port_forward.h"
 
 namespace ktrain::cmd {
 
@@ -146,6 +146,15 @@ int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std:
       for (int fd : fds) ::close(fd);
     }
   } closer{listeners};
+  std::mutex mu;
+  // The shared connection first (as kubectl): a refusal shows before anything listens.
+  kube::PortForwarder forwarder(client, t.ns, t.pod, [&](const std::string& what) {
+    if (env.global.verbose == 0) return;
+    std::lock_guard<std::mutex> lock(mu);
+    *env.err << "port-forward: " << what << "\n";
+    env.err->flush();
+  });
+  forwarder.connect();
   for (auto& p : ports) listeners.push_back(listen_on(address, p.local));
   if (on_listening) on_listening(ports);
   for (const auto& p : ports) {
@@ -153,7 +162,6 @@ int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std:
   }
   env.out->flush();
   StopOnSignal stop;
-  std::mutex mu;
   std::set<int> open_fds;  // accepted connections, shut down at the end
   struct Worker {
     std::thread thread;
@@ -229,7 +237,7 @@ int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std:
       Worker& w = workers.emplace_back();
       w.thread = std::thread([&, fd, pp, done = w.done] {
         try {
-          const std::string why = kube::forward_connection(client, t.ns, t.pod, pp.remote, fd);
+          const std::string why = forwarder.forward(pp.remote, fd);
           if (!why.empty()) {
             print_error("port-forward " + std::to_string(pp.local) + " -> " +
                         std::to_string(pp.remote) + ": " + why);
@@ -249,6 +257,7 @@ int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std:
     std::lock_guard<std::mutex> lock(mu);
     for (int fd : open_fds) ::shutdown(fd, SHUT_RDWR);
   }
+  forwarder.close();  // connections waiting for the pod's side end too
   for (auto& w : workers) w.thread.join();
   watcher.join();
   if (pod_gone) {
@@ -272,8 +281,10 @@ void add_port_forward_command(CLI::App& app, Env& env, CommandResult& result) {
       ->default_val("127.0.0.1");
   opts->target.add_to(*sub);
   sub->footer(
-      "Each connection is a WebSocket (v4.channel.k8s.io) to the API server; several at once "
-      "are fine. It runs until Ctrl-C (exit 0) or until the pod goes away (exit 1).\n\n"
+      "Connections travel as SPDY streams in one WebSocket to the API server "
+      "(SPDY/3.1+portforward.k8s.io, as kubectl 1.31+), or as a WebSocket each "
+      "(v4.channel.k8s.io) where the server has no SPDY tunnel; several at once are fine. "
+      "It runs until Ctrl-C (exit 0) or until the pod goes away (exit 1).\n\n"
       "Examples:\n"
       "  ktrain port-forward myrun 6006:6006     # TensorBoard of node 0\n"
       "  ktrain port-forward mysvc :8000         # a replica of a service, any free port");

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <thread>
 
+#include "kube/fd_util.h"
+
 namespace ktrain::kube {
 
 namespace {
@@ -27,44 +29,10 @@ const ResourceType& pods() {
   return t;
 }
 
-/// Writes all of `data` to `fd`; false when it is gone.
-bool write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, 1000);
-      continue;
-    }
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
 std::string resize_message(const TermSize& s) {
   nlohmann::json j = {{"Width", s.width}, {"Height", s.height}};
   return std::string(1, kResize) + j.dump();
 }
-
-/// A pipe whose write end, once written, wakes a poll() on its read end.
-struct StopPipe {
-  int fds[2] = {-1, -1};
-  StopPipe() {
-    if (::pipe2(fds, O_CLOEXEC) != 0)
-      throw Error("cannot make a pipe: " + std::string(std::strerror(errno)));
-  }
-  ~StopPipe() {
-    ::close(fds[0]);
-    ::close(fds[1]);
-  }
-  void signal() {
-    char c = 0;
-    [[maybe_unused]] auto n = ::write(fds[1], &c, 1);
-  }
-};
 
 std::string server_version(Client& client) {
   try {

@@ -3,7 +3,8 @@
 // container (pods/exec, v5.channel.k8s.io, which Kubernetes 1.30+ serves: stdin,
 // stdout, stderr, the exit status, terminal resizes and the end of stdin), and a TCP
 // connection to a pod's port (pods/portforward, v4.channel.k8s.io, the kubelet's
-// WebSocket protocol, which the API server passes through).
+// WebSocket protocol, which the API server passes through: what port-forward falls back
+// to where the server has no SPDY tunnel, see kube/port_forward.h).
 
 #include <functional>
 #include <optional>

@@ -25,6 +25,9 @@ namespace {
 
 using Socket = asio::local::stream_protocol::socket;
 
+/// Received messages that may wait for receive() before reading pauses.
+constexpr std::size_t kInboxCap = std::size_t{16} << 20;
+
 /// "host:port" and "/path?query" of a URL.
 std::pair<std::string, std::string> host_and_target(const std::string& url) {
   const auto scheme_end = url.find("://");
@@ -57,6 +60,8 @@ struct WebSocket::Impl {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::string> inbox;
+  std::size_t inbox_bytes = 0;
+  bool read_paused = false;  // the inbox is full: reading waits for receive()
   bool closed = false;
   bool close_asked = false;
   std::string error;
@@ -86,14 +91,27 @@ struct WebSocket::Impl {
         finish(ec);
         return;
       }
+      bool pause = false;
       {
         std::lock_guard<std::mutex> lock(mu);
+        inbox_bytes += rbuf.size();
         inbox.push_back(beast::buffers_to_string(rbuf.data()));
+        // A reader slower than the server: TCP holds the server back, not memory.
+        pause = read_paused = inbox_bytes >= kInboxCap;
         cv.notify_all();
       }
       rbuf.consume(rbuf.size());
-      read_next();
+      if (!pause) read_next();
     });
+  }
+  /// Reading again after a pause (io thread).
+  void resume_reading() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!read_paused || closed) return;
+      read_paused = false;
+    }
+    read_next();
   }
 
   void write_next() {
@@ -205,6 +223,11 @@ bool WebSocket::receive(std::string& message) {
   if (impl_->inbox.empty()) return false;
   message = std::move(impl_->inbox.front());
   impl_->inbox.pop_front();
+  impl_->inbox_bytes -= message.size();
+  if (impl_->read_paused && impl_->inbox_bytes < kInboxCap / 2) {
+    Impl* raw = impl_.get();
+    asio::post(impl_->ioc, [raw] { raw->resume_reading(); });
+  }
   return true;
 }
 
@@ -218,6 +241,7 @@ void WebSocket::close() {
   asio::post(impl_->ioc, [raw] {
     raw->close_pending = true;
     raw->write_next();
+    raw->resume_reading();  // the server's close comes by reading
   });
   std::unique_lock<std::mutex> lock(impl_->mu);
   impl_->cv.wait_for(lock, std::chrono::seconds(1), [&] { return impl_->closed; });

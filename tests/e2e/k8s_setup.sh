@@ -105,6 +105,20 @@ expect_contains "$(cat rc.out)" "unable to upgrade connection" "alice's exec rea
 rc="$(rc_of env KUBECONFIG="$NOBODY_KUBECONFIG" "$ktrain" -n team-a exec web -- true)"
 expect_eq "$rc" 3 "exec as a user without rights: exit 3"
 expect_contains "$(cat rc.out)" "forbidden" "exec as a user without rights: forbidden"
+# port-forward: the real API server takes ktrain's SPDY tunnel (the WebSocket
+# subprotocol SPDY/3.1+portforward.k8s.io, as kubectl 1.31+ asks for), authorizes alice
+# by pods/portforward, and asks the node to upgrade to SPDY, which its agent does not
+# serve: the node's refusal (501) comes back at once, before anything listens.
+rc="$(rc_of as_alice port-forward web :8080)"
+echo "alice's port-forward: exit $rc: $(head -c 300 rc.out)"
+case "$(cat rc.out)" in *orbidden*) fail "alice's port-forward is forbidden: $(cat rc.out)" ;; esac
+expect_eq "$rc" 1 "alice's port-forward: refused by the node, exit 1"
+expect_contains "$(cat rc.out)" "portforward: 501" "alice's port-forward reached the node"
+expect_contains "$(grep 'SPDY upgrade failed' "$CLUSTER_DIR/logs/kube-apiserver.log")" "501" \
+  "the API server's SPDY tunnel took alice's port-forward to the node"
+rc="$(rc_of env KUBECONFIG="$NOBODY_KUBECONFIG" "$ktrain" -n team-a port-forward web :8080)"
+expect_eq "$rc" 3 "port-forward as a user without rights: exit 3, before listening"
+expect_contains "$(cat rc.out)" "forbidden" "port-forward as a user without rights: forbidden"
 as_alice delete web >/dev/null 2>&1 || fail "alice deletes the service"
 as_alice delete "$run" >/dev/null 2>&1 || fail "alice deletes the run"
 k8s_wait "the run's objects to go" 30 sh -c \

@@ -256,15 +256,71 @@ c.close()
 print(h.hexdigest())
 PY
 }
-"$ktrain" port-forward web-a ":$echo_port" >pfe.out 2>pfe.err &
+# Several connections share one WebSocket (SPDY streams in it, as kubectl 1.31+), and
+# a local half-close reaches the pod.
+admin DELETE /_test/requests >/dev/null
+"$ktrain" -v port-forward web-a ":$echo_port" >pfe.out 2>pfe.err &
 pfe_pid=$!
 for i in $(seq 1 100); do grep -q Forwarding pfe.out 2>/dev/null && break; sleep 0.05; done
 local_echo="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> .*/\1/p' pfe.out)"
 [ -n "$local_echo" ] || fail "port-forward to the echo server printed no port: $(cat pfe.out pfe.err)"
-expect_eq "$(echo_through "$local_echo" count)" "$(sha256sum <up.bin | cut -c1-64)" \
-  "port-forward: 2 MB up to the pod and back"
+expect_contains "$(cat pfe.err)" "using SPDY/3.1+portforward.k8s.io" \
+  "port-forward -v: says it tunnels SPDY"
+up_sum="$(sha256sum <up.bin | cut -c1-64)"
+expect_eq "$(echo_through "$local_echo" half-close)" "$up_sum" \
+  "port-forward: 2 MB up to the pod and back, then the half-close"
+echo_through "$local_echo" half-close >echo.1 &
+e1=$!
+echo_through "$local_echo" count >echo.2 &
+e2=$!
+echo_through "$local_echo" half-close >echo.3
+wait "$e1" "$e2"
+expect_eq "$(cat echo.1 echo.2 echo.3 | sort -u)" "$up_sum" "port-forward: 3 x 2 MB at once"
+# SIGTERM while a connection is open (the pod's side not done with it): it ends at once,
+# exit 0, with no error for that connection.
+python3 -c 'import socket, sys, time
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+c.sendall(b"x")
+time.sleep(30)' "$local_echo" &
+idle_pid=$!
+sleep 0.5
 kill "$pfe_pid"
-wait "$pfe_pid" || true
+set +e
+timeout 10 tail --pid="$pfe_pid" -f /dev/null
+kill -9 "$pfe_pid" 2>/dev/null
+wait "$pfe_pid"
+rc=$?
+set -e
+kill "$idle_pid" 2>/dev/null || true
+expect_eq "$rc" "0" "port-forward: SIGTERM with a connection open ends it, exit 0"
+expect_eq "$(grep -c 'ktrain: error' pfe.err || true)" "0" \
+  "port-forward: SIGTERM with a connection open prints no error"
+expect_eq "$(admin GET '/_test/requests?path=*/portforward' | json 'len(d)')" "1" \
+  "port-forward: 5 connections in one WebSocket"
+
+# A server without the SPDY tunnel (before 1.30): a WebSocket per connection in the
+# kubelet's v4.channel.k8s.io, found without a word from the user.
+admin POST /_test/script "$(cat "$work/script.yaml"; echo 'featureGates: {PortForwardWebsockets: false}')" >/dev/null
+"$ktrain" -v port-forward web-a ":$echo_port" ":$web_port" >pfv4.out 2>pfv4.err &
+pfv4_pid=$!
+for i in $(seq 1 100); do [ "$(grep -c Forwarding pfv4.out 2>/dev/null)" = 2 ] && break; sleep 0.05; done
+v4_echo="$(sed -n "s/^Forwarding from 127.0.0.1:\([0-9]*\) -> $echo_port\$/\1/p" pfv4.out)"
+v4_web="$(sed -n "s/^Forwarding from 127.0.0.1:\([0-9]*\) -> $web_port\$/\1/p" pfv4.out)"
+[ -n "$v4_echo" ] && [ -n "$v4_web" ] || fail "port-forward (v4) printed no ports: $(cat pfv4.out pfv4.err)"
+expect_contains "$(cat pfv4.err)" "does not tunnel SPDY" "port-forward -v: says it falls back to v4"
+expect_eq "$(echo_through "$v4_echo" count)" "$up_sum" "port-forward (v4): 2 MB up and back"
+gets=()
+for i in 1 2 3; do
+  curl -sS -m 10 "http://127.0.0.1:$v4_web/" >"v4get.$i" &
+  gets+=($!)
+done
+wait "${gets[@]}"
+for i in 1 2 3; do
+  expect_eq "$(cat "v4get.$i")" "hello from the pod" "port-forward (v4): connection $i of 3 at once"
+done
+kill "$pfv4_pid"
+wait "$pfv4_pid" || true
+admin POST /_test/script "$(cat "$work/script.yaml")" >/dev/null
 
 # Any free local port (the one after the first may be a connection's own by now).
 "$ktrain" port-forward web-a --node 1 ":1" >pf2.out 2>pf2.err &
