@@ -253,53 +253,54 @@ struct PortForwarder::Tunnel {
       c->wake.drain();
     }
 
-    bool local_eof = false, remote_done = false, broken = false;
+    bool local_eof = false, broken = false;
     char buf[32 * 1024];
-    while (!remote_done && !broken) {
-      pollfd p[2] = {{c->wake.fds[0], POLLIN, 0},
-                     {fd, static_cast<short>(local_eof ? 0 : POLLIN), 0}};
+    while (true) {
+      // What the reader left for this connection, then a wait for more: the pipe is
+      // emptied first, so no wake-up is lost between the two.
+      c->wake.drain();
+      std::deque<std::string> chunks;
+      bool fin = false, stop = false;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        chunks.swap(c->in);
+        c->queued = 0;
+        fin = c->remote_fin;
+        stop = c->reset || ended;
+      }
+      cv.notify_all();
+      for (const auto& chunk : chunks) {
+        if (!write_all(fd, chunk.data(), chunk.size())) {
+          broken = true;
+          break;
+        }
+      }
+      if (broken || stop) break;
+      if (fin) {
+        ::shutdown(fd, SHUT_WR);  // the pod's side is done: so is the local one
+        break;
+      }
+      // Once the local side is done sending, only the pod's side is waited for (a
+      // negative descriptor is left out by poll, with its POLLHUP).
+      pollfd p[2] = {{c->wake.fds[0], POLLIN, 0}, {local_eof ? -1 : fd, POLLIN, 0}};
       if (::poll(p, 2, -1) < 0) {
         if (errno == EINTR) continue;
         break;
       }
-      if (p[1].revents) {
-        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n > 0) {
-          ws->send(spdy::data_frame(c->data_id, std::string_view(buf, static_cast<std::size_t>(n)),
-                                    false));
-        } else {
-          // The local client is done sending (or gone): the pod's side is told, and what it
-          // still sends comes back.
-          local_eof = true;
-          ws->send(spdy::data_frame(c->data_id, "", true));
-          if (n < 0) broken = true;
-        }
+      if (!p[1].revents) continue;
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n > 0) {
+        ws->send(spdy::data_frame(c->data_id, std::string_view(buf, static_cast<std::size_t>(n)),
+                                  false));
+      } else {
+        // The local client is done sending (or gone): the pod's side is told, and what it
+        // still sends comes back.
+        local_eof = true;
+        ws->send(spdy::data_frame(c->data_id, "", true));
+        if (n < 0) broken = true;
       }
-      if (p[0].revents) {
-        c->wake.drain();
-        std::deque<std::string> chunks;
-        bool fin = false, stop = false;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          chunks.swap(c->in);
-          c->queued = 0;
-          fin = c->remote_fin;
-          stop = c->reset || ended;
-        }
-        cv.notify_all();
-        for (const auto& chunk : chunks) {
-          if (!write_all(fd, chunk.data(), chunk.size())) {
-            broken = true;
-            break;
-          }
-        }
-        if (fin) {
-          ::shutdown(fd, SHUT_WR);
-          remote_done = true;
-        }
-        if (stop) break;
-      }
+      if (broken) break;
     }
     // As kubectl: what the local side did not finish is cut (RST), then the error
     // stream's words, if any, say why the pod's side ended.

@@ -185,24 +185,42 @@ expect_eq "$rc" "3" "a dropped exec stream: exit 3"
 expect_contains "$(cat cut.err)" "ended before the command's exit status arrived" \
   "a dropped exec stream: says so"
 
+# forwarded_port FILE [REMOTE]: waits (up to 10 s) for "Forwarding from 127.0.0.1:L ->
+# REMOTE" in FILE and prints L ("" if it does not come).
+forwarded_port() {
+  local file=$1 remote=${2:-[0-9]*} port=""
+  for _ in $(seq 1 200); do
+    port="$(sed -n "s/^Forwarding from 127.0.0.1:\([0-9]*\) -> $remote\$/\1/p" "$file" 2>/dev/null | head -1)"
+    [ -n "$port" ] && break
+    sleep 0.05
+  done
+  echo "$port"
+}
+
 # --- port-forward -------------------------------------------------------------------------
+# pages_through PORT WHO: 6 GETs of the pod's page at once through PORT, then its 300 kB
+# file, checked.
+pages_through() {
+  local port=$1 who=$2 i pids=()
+  for i in 1 2 3 4 5 6; do
+    curl -sS -m 10 "http://127.0.0.1:$port/" >"get.$i" &
+    pids+=($!)
+  done
+  wait "${pids[@]}" || true
+  for i in 1 2 3 4 5 6; do
+    expect_eq "$(cat "get.$i")" "hello from the pod" "$who: connection $i of 6 at once"
+  done
+  curl -sS -m 10 "http://127.0.0.1:$port/big.bin" >big.back
+  expect_eq "$(sha256sum <big.back | cut -c1-64)" "$(sha256sum <"$work/site/big.bin" | cut -c1-64)" \
+    "$who: 300 kB come back intact"
+}
 "$ktrain" port-forward web-a ":$web_port" >pf.out 2>pf.err &
 pf_pid=$!
-for i in $(seq 1 100); do grep -q Forwarding pf.out 2>/dev/null && break; sleep 0.05; done
-local_port="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> .*/\1/p' pf.out)"
+local_port="$(forwarded_port pf.out)"
 [ -n "$local_port" ] || fail "port-forward printed no port: $(cat pf.out pf.err)"
 expect_contains "$(cat pf.out)" "-> $web_port" "port-forward :REMOTE: says where it forwards"
-for i in 1 2 3 4 5 6; do
-  curl -sS -m 10 "http://127.0.0.1:$local_port/" >"get.$i" &
-done
-for i in 1 2 3 4 5 6; do
-  for j in $(seq 1 200); do [ -s "get.$i" ] && break; sleep 0.05; done
-  expect_eq "$(cat "get.$i")" "hello from the pod" "port-forward: connection $i of 6 at once"
-done
 head -c 300000 /dev/urandom >"$work/site/big.bin"
-curl -sS -m 10 "http://127.0.0.1:$local_port/big.bin" >big.back
-expect_eq "$(sha256sum <big.back | cut -c1-64)" "$(sha256sum <"$work/site/big.bin" | cut -c1-64)" \
-  "port-forward: 300 kB come back intact"
+pages_through "$local_port" "port-forward"
 
 # An echo server in the pod, started by exec (what exec leaves running stays with the pod).
 echo_port=$((web_port + 1))
@@ -224,6 +242,11 @@ while True:
     threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
 PY
 )' >/dev/null 2>&1 &"
+for i in $(seq 1 100); do
+  "$ktrain" exec web-a -- python3 -c "import socket
+socket.create_connection(('127.0.0.1', $echo_port)).close()" >/dev/null 2>&1 && break
+  sleep 0.1
+done
 head -c 2000000 /dev/urandom >up.bin
 # Sends up.bin to 127.0.0.1:PORT and prints the SHA-256 of what comes back: as much as
 # was sent ("count"), or all until the other side closes after this side's half-close
@@ -261,14 +284,14 @@ PY
 admin DELETE /_test/requests >/dev/null
 "$ktrain" -v port-forward web-a ":$echo_port" >pfe.out 2>pfe.err &
 pfe_pid=$!
-for i in $(seq 1 100); do grep -q Forwarding pfe.out 2>/dev/null && break; sleep 0.05; done
-local_echo="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> .*/\1/p' pfe.out)"
+local_echo="$(forwarded_port pfe.out)"
 [ -n "$local_echo" ] || fail "port-forward to the echo server printed no port: $(cat pfe.out pfe.err)"
 expect_contains "$(cat pfe.err)" "using SPDY/3.1+portforward.k8s.io" \
   "port-forward -v: says it tunnels SPDY"
 up_sum="$(sha256sum <up.bin | cut -c1-64)"
-expect_eq "$(echo_through "$local_echo" half-close)" "$up_sum" \
-  "port-forward: 2 MB up to the pod and back, then the half-close"
+got="$(echo_through "$local_echo" half-close)"
+[ "$got" = "$up_sum" ] || echo "port-forward's stderr: $(grep -v '^I ' pfe.err)"
+expect_eq "$got" "$up_sum" "port-forward: 2 MB up to the pod and back, then the half-close"
 echo_through "$local_echo" half-close >echo.1 &
 e1=$!
 echo_through "$local_echo" count >echo.2 &
@@ -281,9 +304,12 @@ expect_eq "$(cat echo.1 echo.2 echo.3 | sort -u)" "$up_sum" "port-forward: 3 x 2
 python3 -c 'import socket, sys, time
 c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 c.sendall(b"x")
-time.sleep(30)' "$local_echo" &
+assert c.recv(1) == b"x"
+open(sys.argv[2], "w").close()
+time.sleep(30)' "$local_echo" idle.ready &
 idle_pid=$!
-sleep 0.5
+for i in $(seq 1 200); do [ -e idle.ready ] && break; sleep 0.05; done
+[ -e idle.ready ] || fail "the connection to keep open did not open"
 kill "$pfe_pid"
 set +e
 timeout 10 tail --pid="$pfe_pid" -f /dev/null
@@ -303,9 +329,8 @@ expect_eq "$(admin GET '/_test/requests?path=*/portforward' | json 'len(d)')" "1
 admin POST /_test/script "$(cat "$work/script.yaml"; echo 'featureGates: {PortForwardWebsockets: false}')" >/dev/null
 "$ktrain" -v port-forward web-a ":$echo_port" ":$web_port" >pfv4.out 2>pfv4.err &
 pfv4_pid=$!
-for i in $(seq 1 100); do [ "$(grep -c Forwarding pfv4.out 2>/dev/null)" = 2 ] && break; sleep 0.05; done
-v4_echo="$(sed -n "s/^Forwarding from 127.0.0.1:\([0-9]*\) -> $echo_port\$/\1/p" pfv4.out)"
-v4_web="$(sed -n "s/^Forwarding from 127.0.0.1:\([0-9]*\) -> $web_port\$/\1/p" pfv4.out)"
+v4_echo="$(forwarded_port pfv4.out "$echo_port")"
+v4_web="$(forwarded_port pfv4.out "$web_port")"
 [ -n "$v4_echo" ] && [ -n "$v4_web" ] || fail "port-forward (v4) printed no ports: $(cat pfv4.out pfv4.err)"
 expect_contains "$(cat pfv4.err)" "does not tunnel SPDY" "port-forward -v: says it falls back to v4"
 expect_eq "$(echo_through "$v4_echo" count)" "$up_sum" "port-forward (v4): 2 MB up and back"
@@ -325,13 +350,10 @@ admin POST /_test/script "$(cat "$work/script.yaml")" >/dev/null
 # Any free local port (the one after the first may be a connection's own by now).
 "$ktrain" port-forward web-a --node 1 ":1" >pf2.out 2>pf2.err &
 pf2_pid=$!
-for i in $(seq 1 100); do grep -q Forwarding pf2.out 2>/dev/null && break; sleep 0.05; done
-set +e
-local_port2="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> .*/\1/p' pf2.out)"
+local_port2="$(forwarded_port pf2.out)"
 [ -n "$local_port2" ] || fail "the second port-forward printed no port: $(cat pf2.out pf2.err)"
-curl -sS -m 10 "http://127.0.0.1:$local_port2/" >/dev/null 2>&1
-set -e
-for i in $(seq 1 100); do grep -q "port-forward" pf2.err 2>/dev/null && break; sleep 0.05; done
+curl -sS -m 10 "http://127.0.0.1:$local_port2/" >/dev/null 2>&1 || true
+for i in $(seq 1 200); do grep -q "ktrain: error" pf2.err 2>/dev/null && break; sleep 0.05; done
 expect_contains "$(cat pf2.err)" "failed to connect to localhost:1" \
   "port-forward to a port nothing listens on: the pod's side says so"
 kill "$pf2_pid"
@@ -344,25 +366,14 @@ kubectl_minor="$(kubectl version --client -o json 2>/dev/null |
 if [ "$kubectl_minor" -ge 31 ]; then
   kubectl port-forward "pod/$pod0" ":$web_port" >kpf.out 2>kpf.err &
   kpf_pid=$!
-  for i in $(seq 1 200); do grep -q Forwarding kpf.out 2>/dev/null && break; sleep 0.05; done
-  klocal="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> .*/\1/p' kpf.out)"
+  klocal="$(forwarded_port kpf.out)"
   [ -n "$klocal" ] || fail "kubectl port-forward printed no port: $(cat kpf.out kpf.err)"
-  for i in 1 2 3 4 5 6; do
-    curl -sS -m 10 "http://127.0.0.1:$klocal/" >"kget.$i" &
-  done
-  for i in 1 2 3 4 5 6; do
-    for j in $(seq 1 200); do [ -s "kget.$i" ] && break; sleep 0.05; done
-    expect_eq "$(cat "kget.$i")" "hello from the pod" "kubectl port-forward: connection $i of 6 at once"
-  done
-  curl -sS -m 10 "http://127.0.0.1:$klocal/big.bin" >kbig.back
-  expect_eq "$(sha256sum <kbig.back | cut -c1-64)" "$(sha256sum <"$work/site/big.bin" | cut -c1-64)" \
-    "kubectl port-forward: 300 kB come back intact"
+  pages_through "$klocal" "kubectl port-forward"
   # 2 MB up to the pod's echo server and back over one connection, and the client's
   # half-close: it reaches the pod, whose close comes back.
   kubectl port-forward "pod/$pod0" ":$echo_port" >kpfe.out 2>kpfe.err &
   kpfe_pid=$!
-  for i in $(seq 1 200); do grep -q Forwarding kpfe.out 2>/dev/null && break; sleep 0.05; done
-  klocale="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> .*/\1/p' kpfe.out)"
+  klocale="$(forwarded_port kpfe.out)"
   [ -n "$klocale" ] || fail "kubectl port-forward to the echo server printed no port: $(cat kpfe.out kpfe.err)"
   expect_eq "$(echo_through "$klocale" half-close)" "$(sha256sum <up.bin | cut -c1-64)" \
     "kubectl port-forward: 2 MB up to the pod and back, then the half-close"
@@ -375,8 +386,7 @@ if [ "$kubectl_minor" -ge 31 ]; then
   # 1.32 gives up on the connection.
   kubectl port-forward "pod/$pod0" ":1" >kpf2.out 2>kpf2.err &
   kpf2_pid=$!
-  for i in $(seq 1 200); do grep -q Forwarding kpf2.out 2>/dev/null && break; sleep 0.05; done
-  klocal2="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> .*/\1/p' kpf2.out)"
+  klocal2="$(forwarded_port kpf2.out)"
   [ -n "$klocal2" ] || fail "the second kubectl port-forward printed no port: $(cat kpf2.out kpf2.err)"
   curl -sS -m 10 "http://127.0.0.1:$klocal2/" >/dev/null 2>&1 || true
   set +e
