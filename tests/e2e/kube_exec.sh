@@ -19,6 +19,8 @@ work="$(mktemp -d /tmp/ktrain-exec.XXXXXX)"
 cleanup() {
   [ -n "${pf_pid:-}" ] && kill "$pf_pid" 2>/dev/null || true
   [ -n "${kpf_pid:-}" ] && kill "$kpf_pid" 2>/dev/null || true
+  # Whatever else still runs in the background (forwarders of a check that failed).
+  jobs -p | xargs -r kill 2>/dev/null || true
   stop_apiserver
   rm -rf "$work"
 }
