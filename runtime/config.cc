@@ -233,6 +233,13 @@ Config parse_config(const std::vector<std::string>& args, const Env& env) {
     c.grace_period_s = parse_seconds(*v, origin, true);
   }
   if (auto* v = lookup(env, "KTRAIN_RDZV_SECRET")) c.secret = *v;
+  // Without the Secret (its manifests applied as rendered, with no secret in them), a
+  // Job's pods key the rendezvous on their Job's uid: the same in every rank of the run,
+  // new for each run, and known only to who can read the namespace's pods.
+  if (auto* v = lookup(env, "KTRAIN_RDZV_JOB_UID"); v && !v->empty() && c.secret.empty()) {
+    c.secret = "job-uid:" + *v;
+    c.secret_from_job_uid = true;
+  }
   if (auto* v = lookup(env, "KTRAIN_POD_IP")) c.pod_ip = *v;
   if (auto* v = lookup(env, "KTRAIN_TERMINATION_LOG")) c.termination_log = *v;
   if (auto* v = lookup(env, "KTRAIN_GPUCHECK")) c.gpucheck_path = *v;
@@ -246,7 +253,8 @@ Config parse_config(const std::vector<std::string>& args, const Env& env) {
   if (c.nnodes > 1 && c.secret.empty()) {
     config_error(
         "KTRAIN_RDZV_SECRET is not set: a multi-node rendezvous needs the per-run "
-        "secret (the Job reads it from the Secret <run>-rdzv)");
+        "secret (the pods read it from the Secret <run>-rdzv, which ktrain submit creates) "
+        "or, in a Job's pods, the Job's uid (KTRAIN_RDZV_JOB_UID)");
   }
   if (c.nnodes > 1 && c.master_port == c.rdzv_port) {
     config_error("the master port and the rendezvous port are both " + std::to_string(c.rdzv_port) +
@@ -307,6 +315,7 @@ other variables:
   KTRAIN_RUN              run name (TORCHELASTIC_RUN_ID)
   KTRAIN_GPUS             GPUs per node; fewer visible is an error (77); 0 skips GPU checks
   KTRAIN_RDZV_SECRET      per-run secret for the rendezvous challenge-response (nodes > 1)
+  KTRAIN_RDZV_JOB_UID     without KTRAIN_RDZV_SECRET: the Job's uid keys the rendezvous
   KTRAIN_POD_IP           this node's address for worker endpoints
   KTRAIN_MIN_BUSBW        minimum all-reduce busbw in GB/s for the full preflight
   KTRAIN_TERMINATION_LOG  where the one-line cause goes (/dev/termination-log)

@@ -36,6 +36,8 @@ struct Config {
   Framework framework = Framework::kNone;
   Preflight preflight = Preflight::kOff;
   std::string secret;  ///< per-run rendezvous secret (KTRAIN_RDZV_SECRET)
+  /// `secret` comes from the Job's uid (KTRAIN_RDZV_JOB_UID): no Secret was there.
+  bool secret_from_job_uid = false;
   std::string pod_ip;  ///< this node's address for endpoints (KTRAIN_POD_IP)
   std::string termination_log = "/dev/termination-log";
   double min_busbw_gbps = 0;  ///< KTRAIN_MIN_BUSBW: minimum all-reduce busbw (full preflight)

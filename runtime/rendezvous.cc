@@ -460,7 +460,7 @@ World join_rendezvous(const Config& config, const NodeInfo& self, Connection& co
     if (!constant_time_equal(*proof, server_proof(config.secret, config.run, cnonce, *snonce))) {
       fail("node 0 at " + target +
            " failed authentication: its rendezvous secret differs from this node's "
-           "(KTRAIN_RDZV_SECRET)");
+           "(KTRAIN_RDZV_SECRET, or the Job's uid where the Secret <run>-rdzv is not there)");
     }
     Message auth;
     auth.type = "auth";

@@ -36,7 +36,7 @@ class ProcessSpawner : public Spawner {
 /// Variables never passed on to a child, whatever the launcher's environment
 /// holds: the rendezvous secret is the launcher's alone (workers run the user's
 /// code, and the GPU helper needs no secret).
-inline constexpr const char* kWithheldVariables[] = {"KTRAIN_RDZV_SECRET"};
+inline constexpr const char* kWithheldVariables[] = {"KTRAIN_RDZV_SECRET", "KTRAIN_RDZV_JOB_UID"};
 
 /// Removes kWithheldVariables from this process's environment and wipes their
 /// original text, so that /proc/<launcher>/environ, which a worker can read, no

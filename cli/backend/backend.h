@@ -70,6 +70,11 @@ struct LogOptions {
   std::string container;
   /// Polled while following (at least every 100 ms); true stops it (a --timeout).
   std::function<bool()> cancelled;
+  /// Called while following with what a pod of node `node` waits for each time the
+  /// cluster says something of it: the kubelet's waiting reason and message of its
+  /// container or of an init container ("" when nothing holds it), so that a caller can
+  /// give up on an image that cannot be pulled. May be called from another thread.
+  std::function<void(int node, const std::string& reason, const std::string& message)> on_waiting;
   /// Called while following whenever the lines received so far have gone to the sink
   /// (after each chunk read from a stream), so that output can be flushed then rather
   /// than after every line.

@@ -51,6 +51,9 @@ constexpr OwnedKind kOwnedKinds[] = {
     {"jobset.x-k8s.io/v1alpha2", "JobSet", true},
     {"serving.kserve.io/v1beta1", "InferenceService", true},
     {"leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", true},
+    // A TrainJob's own runtime (a stock image's, with the launcher's init container):
+    // owned by the run, never a run itself.
+    {"trainer.kubeflow.org/v1alpha1", "TrainingRuntime", true},
 };
 
 /// Where the operators' kinds start in kOwnedKinds.
@@ -63,7 +66,9 @@ static_assert(std::string_view(kOwnedKinds[kFirstOperatorKind].kind) == "PyTorch
 /// workloads.
 int apply_step(const std::string& kind) {
   if (kind == "Namespace") return 0;
-  if (kind == "Service" || kind == "PodGroup" || kind == "ConfigMap") return 1;
+  if (kind == "Service" || kind == "PodGroup" || kind == "ConfigMap" || kind == "TrainingRuntime") {
+    return 1;
+  }
   if (kind == "Secret") return 2;
   return 3;
 }
@@ -232,7 +237,7 @@ KubeBackend::PreparedObject KubeBackend::prepare(const ordered_json& obj, bool d
     p.owner_kind = kind;
     p.owner_api = obj.value("apiVersion", "");
   }
-  p.owned = of_run && (kind == "Service" || kind == "PodGroup" ||
+  p.owned = of_run && (kind == "Service" || kind == "PodGroup" || kind == "TrainingRuntime" ||
                        kind == "HorizontalPodAutoscaler" || kind == "PodDisruptionBudget");
   // A Job's run: its Service owns the Secret (created after it); an operator's run has
   // no Service of ktrain's, and its object owns the Secret (created after it: the pods
@@ -623,8 +628,11 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
     // the operator's object for other targets (no Secret for an MPIJob).
     const bool own_pod_group = project.scheduling.gang == "volcano" &&
                                (target.api.crd[0] == '\0' || std::string(target.name) == "jobset");
-    const std::size_t per_run =
-        (target.api.crd[0] == '\0' ? 3 : 1 + (target.rendezvous ? 1 : 0)) + (own_pod_group ? 1 : 0);
+    // A TrainJob of an image without the launcher brings its own TrainingRuntime.
+    const bool own_runtime = std::string(target.name) == "trainjob" &&
+                             render::launcher_plan(project, render::image_to_run(project, ro)).inject;
+    const std::size_t per_run = (target.api.crd[0] == '\0' ? 3 : 1 + (target.rendezvous ? 1 : 0)) +
+                                (own_pod_group ? 1 : 0) + (own_runtime ? 1 : 0);
     std::function<void(std::size_t)> on_sent;
     if (opts.progress) {
       on_sent = [&](std::size_t n) { opts.progress(n, names.size() * per_run); };
@@ -889,6 +897,7 @@ std::optional<KubeBackend::RunObject> KubeBackend::find_run(const std::string& n
   // Any Job of that name is a run, as before the targets; the others must be ktrain's.
   std::vector<Lookup> kinds{{kube::resource_type("batch/v1", "Job"), false, false}};
   for (size_t i = kFirstOperatorKind; i < std::size(kOwnedKinds); ++i) {
+    if (std::string_view(kOwnedKinds[i].kind) == "TrainingRuntime") continue;  // a run's part
     kinds.push_back(
         {kube::resource_type(kOwnedKinds[i].api_version, kOwnedKinds[i].kind), true, true});
   }

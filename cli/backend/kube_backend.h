@@ -226,8 +226,8 @@ nlohmann::ordered_json rendezvous_secret(const std::string& run, const std::stri
                                          const std::string& token);
 
 /// `objects` (a render) with each training run's rendezvous Secret, with a fresh token,
-/// before the run's first object: what submit creates, so that `ktrain render | kubectl
-/// apply -f -` starts runs whose pods find their Secret.
+/// before the run's first object: what `ktrain dev` creates. Never printed: render's
+/// output holds no secret (a Job's pods do without the Secret).
 std::vector<nlohmann::ordered_json> with_rendezvous_secrets(
     std::vector<nlohmann::ordered_json> objects);
 

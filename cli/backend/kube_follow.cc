@@ -180,6 +180,34 @@ std::pair<std::string, std::string> blocked_start(const json& pod, const std::st
   return {};
 }
 
+/// What keeps `container` of `pod` from starting, as the kubelet says it: the waiting
+/// reason and message of the container, or of the init container that waits. ("", "")
+/// when it is not waiting for a reason.
+std::pair<std::string, std::string> waiting_reason(const json& pod, const std::string& container) {
+  auto st = pod.find("status");
+  if (st == pod.end() || !st->is_object()) return {};
+  auto of = [](const json& c) -> std::pair<std::string, std::string> {
+    auto state = c.find("state");
+    if (state == c.end() || !state->is_object()) return {};
+    auto w = state->find("waiting");
+    if (w == state->end() || !w->is_object()) return {};
+    return {w->value("reason", ""), w->value("message", "")};
+  };
+  if (auto ics = st->find("initContainerStatuses"); ics != st->end() && ics->is_array()) {
+    for (const auto& c : *ics) {
+      if (!c.is_object()) continue;
+      auto waiting = of(c);
+      if (!waiting.first.empty() && waiting.first != "PodInitializing") return waiting;
+    }
+  }
+  if (auto cs = st->find("containerStatuses"); cs != st->end() && cs->is_array()) {
+    for (const auto& c : *cs) {
+      if (c.is_object() && c.value("name", "") == container) return of(c);
+    }
+  }
+  return {};
+}
+
 /// Follows one run; see follow_kube_logs.
 class Follower {
  public:
@@ -372,6 +400,11 @@ class Follower {
     if (cs != ContainerState::kNone) pv.state = cs;
     std::tie(pv.blocked, pv.blocked_key) = blocked_start(pod, pv.container);
     if (deleted) pv.deleted = true;
+    if (opts_.on_waiting) {
+      const auto [reason, message] =
+          deleted ? std::pair<std::string, std::string>() : waiting_reason(pod, pv.container);
+      opts_.on_waiting(pv.index, reason, message);
+    }
   }
 
   void update_job(json& job) {

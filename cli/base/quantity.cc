@@ -64,6 +64,8 @@ std::optional<long double> parse_quantity(std::string_view s) {
     long double factor;
   };
   static constexpr Suffix kSuffixes[] = {
+      {"n", 1e-9L},  // metrics-server's CPU ("12345678n")
+      {"u", 1e-6L},
       {"m", 1e-3L},
       {"k", 1e3L},
       {"M", 1e6L},

@@ -55,6 +55,8 @@ struct RunStatus {
   int first_failed = -1;  ///< index of the rank that failed first; -1 when none failed
   std::optional<std::chrono::system_clock::time_point> started;
   std::optional<std::chrono::system_clock::time_point> finished;
+  /// The image the run's training container runs ("" = not known: a local run).
+  std::string image;
 };
 
 /// A string that changes exactly when something `ktrain status` shows changes (not

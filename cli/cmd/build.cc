@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
@@ -13,10 +14,13 @@
 #include "base/error.h"
 #include "base/image_ref.h"
 #include "base/progress.h"
+#include "base/timefmt.h"
+#include "cmd/built_image.h"
 #include "net/curl_transport.h"
 #include "net/log.h"
 #include "net/retry.h"
 #include "oci/blob_file.h"
+#include "oci/build_record.h"
 #include "oci/digest.h"
 #include "oci/image.h"
 #include "oci/layer.h"
@@ -490,6 +494,7 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
   ws.root = context;
   ws.prefix = strip_slashes(b.workdir);
   ws.ignore.add(".git");
+  ws.ignore.add(oci::kStateDir);  // what build records: not part of the image
   std::string ignore_file;
   for (const char* name : {".ktrainignore", ".dockerignore"}) {
     const std::string p = context + "/" + name;
@@ -583,9 +588,26 @@ BuildResult build_image(Env& env, const BuildOptions& opts) {
 
   std::vector<std::string> tags = opts.tags;
   if (!target.tag.empty()) tags.insert(tags.begin(), target.tag);
+  // The tag that image.ref names in this repository is pushed too, so that it runs
+  // what was built here wherever the project is rendered.
+  if (!proj.image.ref.empty()) {
+    const ImageRef ref = parse_image_ref(proj.image.ref);
+    if (ref.name() == target.name() && ref.digest.empty() && !ref.tag.empty() &&
+        std::find(tags.begin(), tags.end(), ref.tag) == tags.end()) {
+      tags.push_back(ref.tag);
+    }
+  }
   result.bytes_uploaded = push_image(client, img, repo, base_repo, tags,
                                      ws_streamed ? ws_layer.digest : "", tmp.path, progress);
   result.reference = target.registry + "/" + target.repository + "@" + digest;
+  // Recorded beside the project: render and submit run this digest from now on.
+  oci::BuiltImage built;
+  built.repository = target.name();
+  built.digest = digest;
+  built.tags = tags;
+  built.cuda = cuda;
+  built.built = format_rfc3339(env.clock->now());
+  save_built_image(env, proj.directory, built);
   return result;
 }
 

@@ -17,6 +17,7 @@
 #include "base/random.h"
 #include "base/timefmt.h"
 #include "cmd/build.h"
+#include "cmd/built_image.h"
 #include "cmd/exec.h"
 #include "cmd/pod_target.h"
 #include "cmd/port_forward.h"
@@ -171,13 +172,14 @@ struct DevOptions {
 
   int run(Env& env) {
     project::Project project = project_flags.load(env);
+    use_built_image(env, project, dry_run != "client");
     // The dev pod goes where the project's runs go: -n, else its namespace, else the
     // context's; the verbs below look there too.
     if (env.global.namespace_.empty()) env.global.namespace_ = project.namespace_;
     if (dry_run == "client") {
       render::Rendered r = render::render_dev(project, settings, {});
       for (const auto& w : r.warnings) env.warn(w);
-      const auto objects = backend::with_rendezvous_secrets(std::move(r.objects));
+      const auto& objects = r.objects;
       if (output == "json") {
         ordered_json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}};
         *env.out << list.dump(2) << "\n";

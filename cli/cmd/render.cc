@@ -3,10 +3,11 @@
 #include <memory>
 #include <ostream>
 
-#include "backend/kube_backend.h"
 #include "base/error.h"
 #include "cmd/build.h"
+#include "cmd/built_image.h"
 #include "render/render.h"
+#include "render/targets/targets.h"
 
 namespace ktrain::cmd {
 
@@ -25,6 +26,7 @@ void RenderCommandOptions::validate() const {
 
 int RenderCommandOptions::run(Env& env) const {
   project::Project p = project.load(env);
+  use_built_image(env, p, false);  // what ktrain build pushed last, by digest
   if (inspect_image) fill_cuda_from_image(env, p, insecure_registries);
   render::RenderOptions ro;
   ro.run_id = run_id;
@@ -33,11 +35,23 @@ int RenderCommandOptions::run(Env& env) const {
   ro.fs = env.fs;
   render::Rendered r = render::render_project(p, ro);
   for (const auto& w : r.warnings) env.warn(w);
-  // Every object submit creates, the rendezvous Secret too (a fresh token each time).
-  const auto objects = backend::with_rendezvous_secrets(std::move(r.objects));
-  *env.out << (output == "json" ? render::to_json(objects) : render::to_yaml(objects));
+  // The same bytes for the same project and run id, with no secret in them: the
+  // rendezvous Secret is made by submit, not printed (a Job's pods do without it).
+  note_rendezvous_secret(env, p);
+  *env.out << (output == "json" ? render::to_json(r.objects) : render::to_yaml(r.objects));
   env.out->flush();
   return exit_code::kOk;
+}
+
+void note_rendezvous_secret(const Env& env, const project::Project& p) {
+  if (!p.train || p.train->nodes < 2 || env.global.quiet) return;
+  const auto& target = render::targets::train_target(p.train->target);
+  if (!target.rendezvous || std::string(target.name) == "job") return;
+  *env.err << "ktrain: note: the pods of train.target " << target.name
+           << " wait for the rendezvous Secret <run>-rdzv, which 'ktrain submit' creates and "
+              "these manifests leave out; before 'kubectl apply', create it once a run: "
+              "kubectl create secret generic <run>-rdzv --from-literal=token=\"$(openssl rand "
+              "-hex 32)\"\n";
 }
 
 void add_render_command(CLI::App& app, Env& env, CommandResult& result) {

@@ -27,6 +27,11 @@ struct RenderCommandOptions {
   int run(Env& env) const;
 };
 
+/// Says on stderr, for a multi-node run of an operator's target, that its pods wait for
+/// the rendezvous Secret that submit creates and render leaves out (a Job's pods do
+/// without it), and how to make one for `kubectl apply`.
+void note_rendezvous_secret(const Env& env, const project::Project& p);
+
 /// Registers `ktrain render`.
 void add_render_command(CLI::App& app, Env& env, CommandResult& result);
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <utility>
 
+#include <mutex>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "base/error.h"
 #include "base/timefmt.h"
 #include "kube/connection.h"
+#include "kube/pull_failure.h"
 #include "render/yaml_json.h"
 
 namespace ktrain::cmd {
@@ -283,12 +285,35 @@ int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::st
              << "' ends it)\n";
     return 128 + StopOnSignal::received();
   };
+  // An image that cannot be pulled (not found, unauthorized, a bad reference) ends the
+  // wait with the registry's words once it has failed for kube::kPullGiveUp, rather than
+  // waiting until --timeout (or forever); a registry that is only slow or down is waited for.
+  auto cannot_pull = [&](const std::string& run, const std::string& what) {
+    *env.err << "ktrain: error: run " << run << " cannot start: " << what << "\n"
+             << "ktrain: the image cannot be pulled (after "
+             << format_duration(kube::kPullGiveUp.count())
+             << " of trying): check image / image.ref, that 'ktrain build' pushed it, and "
+                "imagePullSecrets for a private registry; the run is left as it is ('ktrain "
+                "delete "
+             << run << "' removes it)\n";
+    return exit_code::kFailed;
+  };
   int status = exit_code::kOk;
   for (const auto& run : runs) {
+    std::mutex pull_mu;
+    kube::PullFailureWatch pulls;
+    auto pull_given_up = [&]() -> std::optional<std::string> {
+      std::lock_guard<std::mutex> lk(pull_mu);
+      return pulls.given_up(env.clock->steady_now());
+    };
     if (follow) {
       backend::LogOptions opts;
       opts.follow = true;
-      opts.cancelled = [&] { return interrupted() || timed_out(); };
+      opts.cancelled = [&] { return interrupted() || timed_out() || pull_given_up().has_value(); };
+      opts.on_waiting = [&](int node, const std::string& reason, const std::string& message) {
+        std::lock_guard<std::mutex> lk(pull_mu);
+        pulls.observe(node, reason, message, env.clock->steady_now());
+      };
       const std::string run_prefix = runs.size() > 1 ? run + " " : "";
       logs_in_order(env, backend, run, opts, [&](const backend::LogLine& l) {
         print_log_line(env, l, false, run_prefix);
@@ -296,11 +321,18 @@ int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::st
       });
       env.out->flush();
       if (interrupted()) return say_interrupted(run);
+      if (auto what = pull_given_up()) return cannot_pull(run, *what);
     }
     backend::RunStatus st = backend.status(run);
     while (!terminal(st.summary.state)) {
       if (interrupted()) return say_interrupted(run);
       if (abort && abort()) return exit_code::kFailed;
+      {
+        std::lock_guard<std::mutex> lk(pull_mu);
+        const auto now = env.clock->steady_now();
+        for (const auto& r : st.ranks) pulls.observe(r.index, r.reason, r.message, now);
+      }
+      if (auto what = pull_given_up()) return cannot_pull(run, *what);
       if (timed_out()) {
         *env.err << "ktrain: error: timed out after " << format_duration(timeout->count())
                  << " waiting for run " << run << " (" << to_string(st.summary.state) << ")\n";
@@ -346,6 +378,7 @@ nlohmann::ordered_json to_json(const backend::RunSummary& s,
 nlohmann::ordered_json to_json(const backend::RunStatus& s,
                                std::chrono::system_clock::time_point now) {
   nlohmann::ordered_json j = to_json(s.summary, now);
+  if (!s.image.empty()) j["image"] = s.image;
   j["conditions"] = s.conditions;
   j["explanations"] = s.explanations;
   if (s.started) j["started"] = format_rfc3339(*s.started);

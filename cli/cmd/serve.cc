@@ -7,6 +7,7 @@
 #include "base/duration.h"
 #include "base/error.h"
 #include "cmd/build.h"
+#include "cmd/built_image.h"
 #include "cmd/project_flags.h"
 #include "cmd/run_common.h"
 
@@ -103,6 +104,7 @@ void add_serve_command(CLI::App& app, Env& env, CommandResult& result) {
       throw UsageError("--dry-run=server asks a cluster; it cannot be combined with --local");
     }
     project::Project project = opts->project.load(env);
+    if (!opts->target.local) use_built_image(env, project, true);
     auto be = open_backend(env, opts->target);
     if (!opts->target.local && dynamic_cast<backend::KubeBackend*>(be.get())) {
       fill_cuda_from_image(env, project, {});

@@ -113,6 +113,8 @@ const std::vector<AccessRule>& ktrain_access_rules() {
       {"kubeflow.org", "tfjobs", "", kOwn, "submit with train.target tfjob"},
       {"kubeflow.org", "mpijobs", "", kOwn, "submit with train.target mpijob"},
       {"trainer.kubeflow.org", "trainjobs", "", kOwn, "submit with train.target trainjob"},
+      {"trainer.kubeflow.org", "trainingruntimes", "", kOwn,
+       "submit with train.target trainjob of an image without the launcher"},
       {"jobset.x-k8s.io", "jobsets", "", kOwn, "submit with train.target jobset"},
       {"serving.kserve.io", "inferenceservices", "", kOwn, "serve with serve.target kserve"},
       {"leaderworkerset.x-k8s.io", "leaderworkersets", "", kOwn, "serve with serve.target lws"},

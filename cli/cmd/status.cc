@@ -244,6 +244,7 @@ struct StatusOptions {
     *env.out << fmt::format("State:      {}\n", backend::to_string(s.state));
     *env.out << (service ? "Replicas:   " : "Nodes:      ") << s.nodes << " x " << s.gpus
              << " GPUs\n";
+    if (!st.image.empty()) *env.out << fmt::format("Image:      {}\n", st.image);
     *env.out << fmt::format("Age:        {}\n", format_age(now - s.created));
     if (st.started && st.finished) {
       *env.out << fmt::format("Duration:   {}\n", format_age(*st.finished - *st.started));

@@ -11,6 +11,8 @@
 #include "base/error.h"
 #include "base/progress.h"
 #include "cmd/build.h"
+#include "cmd/built_image.h"
+#include "cmd/render.h"
 #include "cmd/project_flags.h"
 #include "cmd/run_common.h"
 #include "render/render.h"
@@ -96,13 +98,16 @@ struct SubmitOptions {
         if (project.serve && project.serve->cuda.empty()) project.serve->cuda = built.cuda;
       }
     }
+    if (!build) use_built_image(env, project, dry_run != "client");
     if (dry_run == "client") {
       // What would be sent, without contacting anything.
       render::RenderOptions ro;
       ro.run_id = run_id.empty() ? backend::random_run_id() : run_id;
       render::Rendered r = render::render_project(project, ro);
       for (const auto& w : r.warnings) env.warn(w);
-      const auto objects = backend::with_rendezvous_secrets(std::move(r.objects));
+      // As render prints them: the rendezvous Secret and its token are made at submit.
+      note_rendezvous_secret(env, project);
+      const auto& objects = r.objects;
       if (output_format == "json") {
         nlohmann::ordered_json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}};
         *env.out << list.dump(2) << "\n";

@@ -147,8 +147,10 @@ struct TopOptions {
     while (true) {
       const auto rep = kube::fetch_usage(conn.client(), q);
       if (!rep.gpu_source && !rep.metrics_source) {
+        // The API server answered: what is missing is in the cluster (exit 1), not the
+        // way to it (3, which authentication and connection failures keep).
         throw Error("no figures to show:\n  " + rep.gpu_missing + "\n  " + rep.metrics_missing,
-                    exit_code::kUnreachable);
+                    exit_code::kFailed);
       }
       if (watch && !first && o != "json") {
         *env.out << (env.out_is_terminal ? "\033[H\033[2J" : "\n");

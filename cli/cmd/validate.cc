@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cmd/built_image.h"
 #include "project/parse.h"
 #include "render/render.h"
 
@@ -73,6 +74,12 @@ int ValidateOptions::run(Env& env) const {
   }
   try {
     project::Project p = project.load(env);
+    // Which image the pods run: with image.build, what ktrain build pushed last.
+    std::optional<ImageChoice> image;
+    if (p.image.build) {
+      image = image_choice(env, p);
+      use_built_image(env, p, false);
+    }
     // What the file renders to must hold too (patches can break it): a probe render.
     try {
       render::RenderOptions ro;
@@ -95,6 +102,9 @@ int ValidateOptions::run(Env& env) const {
       j["valid"] = true;
       j["file"] = project.file;
       j["summary"] = project_summary(p);
+      j["image"] = {{"ref", image ? image->image : p.image.ref}};
+      if (image) j["image"]["source"] = image->why;
+      if (image && !image->problem.empty()) j["image"]["problem"] = image->problem;
       if (p.train) {
         const auto plan = render::launcher_plan(p, render::image_to_run(p, {}));
         j["launcher"] = {{"inject", plan.inject}, {"reason", plan.reason}};
@@ -105,6 +115,7 @@ int ValidateOptions::run(Env& env) const {
     } else if (!env.global.quiet) {
       *env.out << (project.file == "-" ? "<stdin>" : project.file) << ": valid ("
                << project_summary(p) << ")\n";
+      if (image) *env.out << "  image: " << image->why << "\n";
     }
     return exit_code::kOk;
   } catch (const project::ProjectError& e) {

@@ -361,14 +361,25 @@ std::string Client::list(const std::string& path, const ListOptions& opts,
                          const std::function<void(nlohmann::json& item)>& each) {
   std::string cont;
   std::string resource_version;
-  do {
+  int limit = opts.limit;
+  for (;;) {
     Query q;
     if (!opts.label_selector.empty()) q.emplace_back("labelSelector", opts.label_selector);
     if (!opts.field_selector.empty()) q.emplace_back("fieldSelector", opts.field_selector);
-    if (opts.limit > 0) q.emplace_back("limit", std::to_string(opts.limit));
+    if (limit > 0) q.emplace_back("limit", std::to_string(limit));
     if (!cont.empty()) q.emplace_back("continue", cont);
     auto req = request("GET", path, q);
-    auto resp = send(req);
+    // A page is kept whole while it is parsed: a bound far below the 256 MiB of an
+    // answer read whole keeps the process small whatever a server sends. A page of
+    // objects that large (an object may hold 1.5 MiB) is asked for again in fewer items.
+    if (limit > 0) req.max_body_bytes = std::min(req.max_body_bytes, kMaxPageBytes);
+    auto resp = send_unchecked(req);
+    if (resp.failure == net::TransportFailure::kTooLarge && limit > kMinPageItems) {
+      limit = std::max(kMinPageItems, limit / 5);
+      resp = {};
+      continue;
+    }
+    if (resp.failure != net::TransportFailure::kNone) throw transport_error(config_, req, resp);
     if (resp.status == 410 && !cont.empty()) {
       throw Error(req.method + " " + net::redact_url(req.url) +
                   ": 410 Gone: the list changed too much while it was being read page by "
@@ -404,7 +415,8 @@ std::string Client::list(const std::string& path, const ListOptions& opts,
       cont = string_field(*md, "continue");
       resource_version = string_field(*md, "resourceVersion");
     }
-  } while (!cont.empty());
+    if (cont.empty()) break;
+  }
   return resource_version;
 }
 

@@ -70,6 +70,12 @@ class ApiError : public Error {
   std::string reason_;
 };
 
+/// The most bytes of one page of a paged list that are read (a page is kept whole while
+/// it is parsed); a page past it is asked for again in fewer items, down to
+/// kMinPageItems, then fails.
+inline constexpr std::size_t kMaxPageBytes = std::size_t{64} << 20;
+inline constexpr int kMinPageItems = 10;
+
 /// Options of a paged list.
 struct ListOptions {
   std::string label_selector;

@@ -546,6 +546,25 @@ std::string operator_hint(const std::string& kind) {
   return "is its operator running in the cluster?";
 }
 
+/// The image of the run's training container: the Job's template, else (an operator's
+/// object, whose shape is its own) the first container of a pod of the run.
+std::string run_image(const json& job, const std::vector<json>& pods) {
+  const auto& containers = at_path(job, {"spec", "template", "spec", "containers"});
+  if (containers.is_array()) {
+    for (const auto& c : containers) {
+      if (c.is_object() && c.value("name", "") == "train") return c.value("image", "");
+    }
+  }
+  for (const auto& p : pods) {
+    const auto& cs = at_path(p, {"spec", "containers"});
+    if (cs.is_array() && !cs.empty() && cs[0].is_object()) return cs[0].value("image", "");
+  }
+  if (containers.is_array() && !containers.empty() && containers[0].is_object()) {
+    return containers[0].value("image", "");
+  }
+  return "";
+}
+
 }  // namespace
 
 RunStatus describe_run(const json& job, const std::vector<json>& pods,
@@ -572,6 +591,7 @@ RunStatus describe_run(const json& job, const std::vector<json>& pods,
       rs.conditions.push_back(text);
     }
   }
+  rs.image = run_image(job, pods);
   rs.started = time_at(job, {"status", "startTime"});
   rs.finished = time_at(job, {"status", "completionTime"});
   // Else when the ending condition came (the operators': Succeeded, Completed, Complete).

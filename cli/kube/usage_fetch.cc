@@ -235,6 +235,103 @@ DcgmResult fetch_dcgm(Client& client, const DcgmLocation& loc, const std::set<st
   return out;
 }
 
+/// A figure of the kubelet's summary ({"usageNanoCores": N} ...), nullopt when absent.
+std::optional<double> number_at(const json& j, const char* a, const char* b) {
+  if (!j.is_object() || !j.contains(a) || !j[a].is_object()) return std::nullopt;
+  const auto& o = j[a];
+  if (!o.contains(b) || !o[b].is_number()) return std::nullopt;
+  return o[b].get<double>();
+}
+
+/// metrics.k8s.io's {"cpu": "Nn", "memory": "N"} from a kubelet summary's cpu and memory.
+json usage_from_summary(const json& stats) {
+  json usage = json::object();
+  if (auto c = number_at(stats, "cpu", "usageNanoCores")) {
+    usage["cpu"] = std::to_string(static_cast<long long>(*c)) + "n";
+  }
+  if (auto m = number_at(stats, "memory", "workingSetBytes")) {
+    usage["memory"] = std::to_string(static_cast<long long>(*m));
+  }
+  return usage;
+}
+
+/// CPU and memory without metrics-server: each node's kubelet summary (/stats/summary,
+/// what metrics-server itself reads) through the API server's node proxy, made into
+/// PodMetrics and NodeMetrics. Reading it needs nodes/proxy, a cluster admin's right
+/// (ktrain setup never grants it: it opens the kubelet's whole API); without it, the
+/// figures are missing and `rep.metrics_missing` says what to install.
+void fetch_kubelet_stats(Client& client, const std::set<std::string>& nodes,
+                         const std::set<std::string>& pod_keys, std::vector<json>& pod_metrics,
+                         std::vector<json>& node_metrics, UsageReport& rep) {
+  if (nodes.empty()) return;
+  std::vector<net::Request> reqs;
+  for (const auto& n : nodes) {
+    auto req = client.request("GET", "/api/v1/nodes/" + n + "/proxy/stats/summary");
+    req.max_body_bytes = kMaxMetricsBytes;
+    req.timeout = std::chrono::seconds(20);
+    reqs.push_back(std::move(req));
+  }
+  const std::vector<std::string> asked(nodes.begin(), nodes.end());
+  const auto requests = reqs;
+  auto resps = client.send_all(std::move(reqs));
+  int answered = 0, forbidden = 0;
+  for (size_t i = 0; i < resps.size(); ++i) {
+    const auto& resp = resps[i];
+    if (resp.failure != net::TransportFailure::kNone) client.check(requests[i], resp);
+    if (resp.status == 401) client.check(requests[i], resp);
+    if (resp.status == 403) {
+      ++forbidden;
+      continue;
+    }
+    json summary;
+    if (resp.status == 200) {
+      try {
+        summary = json::parse(resp.body);
+      } catch (const json::exception&) {
+      }
+    }
+    if (resp.status == 404) continue;  // no such node (gone), or no kubelet API behind it
+    if (!summary.is_object()) {
+      rep.notes.push_back("node " + asked[i] + ": its kubelet's /stats/summary answered " +
+                          std::to_string(resp.status) +
+                          (resp.status == 200 ? " with something that is not JSON" : ""));
+      continue;
+    }
+    ++answered;
+    if (summary.contains("node") && summary["node"].is_object()) {
+      node_metrics.push_back({{"metadata", {{"name", asked[i]}}},
+                              {"usage", usage_from_summary(summary["node"])}});
+    }
+    if (!summary.contains("pods") || !summary["pods"].is_array()) continue;
+    for (const auto& p : summary["pods"]) {
+      if (!p.is_object() || !p.contains("podRef") || !p["podRef"].is_object()) continue;
+      const std::string ns = p["podRef"].value("namespace", "");
+      const std::string name = p["podRef"].value("name", "");
+      if (!pod_keys.count(ns + "/" + name)) continue;  // not a pod of the runs shown
+      json m = {{"metadata", {{"name", name}, {"namespace", ns}}}, {"containers", json::array()}};
+      if (p.contains("containers") && p["containers"].is_array()) {
+        for (const auto& c : p["containers"]) {
+          if (!c.is_object()) continue;
+          m["containers"].push_back(
+              {{"name", c.value("name", "")}, {"usage", usage_from_summary(c)}});
+        }
+      }
+      pod_metrics.push_back(std::move(m));
+    }
+  }
+  if (answered > 0) {
+    rep.metrics_source = true;
+    rep.notes.push_back(
+        "CPU and memory from the kubelets' /stats/summary (metrics-server is not there: " +
+        rep.metrics_missing.substr(rep.metrics_missing.find(": ") + 2) + ")");
+    rep.metrics_missing.clear();
+  } else if (forbidden > 0) {
+    rep.metrics_missing +=
+        "; reading the kubelets' own figures (/stats/summary) instead needs nodes/proxy, "
+        "which this user lacks (a cluster admin's right)";
+  }
+}
+
 std::string text_at(const json& j, const char* a, const char* b) {
   if (!j.contains(a) || !j[a].is_object()) return "";
   const auto& o = j[a];
@@ -300,6 +397,14 @@ UsageReport fetch_usage(Client& client, const UsageQuery& q) {
       } catch (const json::exception&) {
       }
     }
+  }
+  // No metrics-server (not served, or down): the kubelets' own summaries, where allowed.
+  if (!rep.metrics_source) {
+    std::set<std::string> pod_keys;
+    for (const auto& p : pods) {
+      pod_keys.insert(text_at(p, "metadata", "namespace") + "/" + text_at(p, "metadata", "name"));
+    }
+    fetch_kubelet_stats(client, nodes, pod_keys, pod_metrics, node_metrics, rep);
   }
   const auto dcgm = fetch_dcgm(client, q.dcgm, nodes, rep);
   rep.pods = join_pods(pods, pod_metrics, dcgm.gpus);

@@ -55,6 +55,11 @@ struct TrainPodWiring {
   /// scheduling.gang volcano: the pod names its PodGroup / asks for the volcano scheduler.
   bool volcano_annotation = true;
   bool volcano_scheduler = true;
+  /// The pods are a Job's (its controller labels them with its uid): the rendezvous
+  /// Secret is optional, and without it the launcher keys the rendezvous on the Job's
+  /// uid (KTRAIN_RDZV_JOB_UID), so that `render | kubectl apply` runs with no secret in
+  /// the manifests. Elsewhere the pods wait for the Secret that submit creates.
+  bool job_uid_rendezvous = false;
 };
 
 /// The pod template ({metadata, spec}) of a training run's pods, from job.yaml's pod

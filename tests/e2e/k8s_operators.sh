@@ -5,13 +5,21 @@
 # to its end (every node's lines under its rank, the same as kubectl logs), its
 # status and list (-w) from the operator's conditions; a TFJob whose worker 1 fails,
 # explained by status and by submit --wait's exit 1; a JobSet followed through the
-# Job it makes; a TrainJob through its JobSet; stop and resume in the object's own
+# Job it makes; a TrainJob through its JobSet, and one of a stock image on its own
+# TrainingRuntime (the launcher injected); stop and resume in the object's own
 # suspend field; delete leaving nothing (the garbage collector takes what the
 # operators made).
 set -euo pipefail
 source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
 source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
 require_k8s
+# A stock image: no ktrain-launch in it (its pods get the launcher from an init container).
+python3 - "$work/images.json" <<'PY'
+import json, sys
+images = json.load(open(sys.argv[1]))
+images["registry.example.com/stock/*"] = {"user": "1000", "workdir": "/workspace"}
+json.dump(images, open(sys.argv[1], "w"))
+PY
 start_cluster --nodes 2 --gpus 0 --images "$work/images.json" --operators
 cd "$work"
 
@@ -171,6 +179,24 @@ expect_contains "$out" "[rank 0] trainer node 0" "TrainJob node 0's line"
 expect_contains "$out" "[rank 1] trainer node 1" "TrainJob node 1's line"
 k_ok "delete op-tj" delete op-tj
 gone op-tj
+
+echo "== trainjob of a stock image: the run's own TrainingRuntime brings the launcher"
+project trainjob pytorch '[sh, -c, "echo stock node $KTRAIN_NODE_RANK"]'
+sed -i 's|^image: .*|image: registry.example.com/stock/op:1.0.0|' ktrain.yaml
+k submit --run-id tjs --follow
+expect_eq "$rc" 0 "submit --follow of a TrainJob of a stock image: exit 0 ($err)"
+expect_contains "$out" "[rank 0] stock node 0" "node 0 ran through the injected launcher"
+expect_contains "$out" "[rank 1] stock node 1" "node 1 too"
+expect_eq "$(kubectl get trainjob op-tjs -o jsonpath='{.spec.runtimeRef.kind}/{.spec.runtimeRef.name}')" \
+  "TrainingRuntime/op-tjs" "the TrainJob runs on the run's own runtime"
+expect_eq "$(kubectl get trainingruntime op-tjs -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')" \
+  "TrainJob/op-tjs" "the runtime is owned by the TrainJob"
+expect_eq "$(kubectl get pods -l ktrain.dev/run=op-tjs -o jsonpath='{.items[0].spec.initContainers[0].image}')" \
+  "$(kubectl get trainingruntime op-tjs -o jsonpath='{.spec.template.spec.replicatedJobs[0].template.spec.template.spec.initContainers[0].image}')" \
+  "the pods have the launcher's init container"
+k_ok "delete op-tjs" delete op-tjs
+gone op-tjs
+k8s_wait "the runtime to go" 60 sh -c "! kubectl get trainingruntime op-tjs >/dev/null 2>&1"
 
 echo "== mpijob: the Launcher's log is node 0's"
 project mpijob none '[sh, -c, "echo the launcher would run mpirun over $OMPI_MCA_orte_default_hostfile"]'

@@ -64,7 +64,7 @@ expect_contains "$(cat rc.out)" "rights ktrain uses are not granted in team-a: a
   "the hint names the user as the API server knows them"
 KUBECONFIG="$ALICE_KUBECONFIG" "$ktrain" setup --check team-a -o json >check.json
 expect_eq "$(json 'd["allowed"], d["namespaceExists"], len(d["checks"])' <check.json)" \
-  "(True, None, 94)" "setup --check -o json (alice may not read namespaces; 94 rights, 42 of them on the operators' kinds)"
+  "(True, None, 100)" "setup --check -o json (alice may not read namespaces; 100 rights, 48 of them on the operators' kinds)"
 echo "ok: check"
 
 echo "== alice in team-a: submit, follow, serve, scale, delete"
@@ -167,6 +167,27 @@ as_alice dev -f box.yaml --stop >/dev/null 2>&1 || fail "alice's dev --stop"
 k8s_wait "the dev pod's objects to go" 30 sh -c \
   "[ -z \"\$(kubectl get jobs,services,secrets,pods -n team-a -l ktrain.dev/run=box-dev -o name)\" ]"
 echo "ok: alice's dev pod"
+
+echo "== top without metrics-server: alice, who may not read nodes/proxy, is told what to install"
+# No metrics-server and no DCGM exporter here, as on a fresh cluster. The kubelets'
+# summaries are read through nodes/proxy, which setup never grants: the real RBAC refuses
+# it to alice. (An admin's read reaches no kubelet here: the API server does not proxy to
+# the node agent's loopback addresses; kube_top.sh covers it against the test API server.)
+cat >spin.yaml <<'YAML'
+name: spin
+image: registry.example.com/ml/spin:1
+train:
+  command: [sh, -c, 'sleep 60']
+  nodes: 1
+YAML
+spin="$(as_alice submit -f spin.yaml 2>/dev/null | head -1)"
+spin_running() { [ "$(as_alice status "$spin" -o json | json 'd["state"]')" = Running ]; }
+k8s_wait "$spin to run" 30 spin_running
+expect_eq "$(rc_of env KUBECONFIG="$ALICE_KUBECONFIG" kubectl auth can-i get nodes/proxy)" 1 "setup does not grant nodes/proxy"
+expect_eq "$(rc_of as_alice top "$spin")" 1 "alice's top with no source: exit 1"
+expect_contains "$(cat rc.out)" "install metrics-server" "alice is told what to install"
+expect_contains "$(cat rc.out)" "needs nodes/proxy, which this user lacks" "and why the kubelets' figures are not shown"
+as_alice delete "$spin" >/dev/null 2>&1 || fail "delete $spin"
 
 echo "== what alice may not do"
 run="$(as_alice submit -f job.yaml --wait 2>/dev/null | head -1)"

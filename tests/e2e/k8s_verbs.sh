@@ -85,12 +85,64 @@ expect_eq "$(kubectl get job,service,secret -l ktrain.dev/run=ok-s -o name)" "" 
 
 echo "== render | kubectl apply -f -"
 "$ktrain" render -f ok.yaml --run-id r | kubectl apply -f - >"$work/applied"
-expect_eq "$(cat "$work/applied")" "secret/ok-r-rdzv created
-service/ok-r created
-job.batch/ok-r created" "kubectl applies the Secret, the Service and the Job"
+expect_eq "$(cat "$work/applied")" "service/ok-r created
+job.batch/ok-r created" "kubectl applies the Service and the Job (no Secret: render prints none)"
 wait_state ok-r Succeeded 60
 echo "ok: the run that kubectl applied succeeded"
 k_ok "delete ok-r" delete ok-r
+
+echo "== render twice, apply twice, a rank restarted between: 2 nodes keyed on the Job's uid"
+cat >"$work/pair.yaml" <<YAML
+name: pair
+image: registry.example.com/ml/pair:1.0.0
+train:
+  command: [sh, work.sh, hold]
+  framework: none
+  nodes: 2
+  gpus: 0
+  restarts: 3
+  preflight: "off"
+  env:
+    STEPS: "2"
+YAML
+"$ktrain" render -f pair.yaml --run-id g >"$work/render1.yaml"
+"$ktrain" render -f pair.yaml --run-id g >"$work/render2.yaml"
+cmp -s "$work/render1.yaml" "$work/render2.yaml" || fail "two renders of the same project and run id differ"
+grep -qE '^kind: Secret$|^  token: ' "$work/render1.yaml" && fail "the render holds secret material"
+echo "ok: the same bytes twice, with no Secret nor token"
+kubectl apply -f "$work/render1.yaml" >/dev/null
+# pod_of RANK: the running pod of that rank.
+pod_of() {
+  kubectl get pods -l "ktrain.dev/run=pair-g,batch.kubernetes.io/job-completion-index=$1" \
+    --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}' 2>/dev/null || true
+}
+# both_ranks_started: both ranks' workers ran past the rendezvous (their step lines).
+both_ranks_started() {
+  local logs
+  logs="$("$ktrain" logs pair-g 2>/dev/null || true)"
+  grep -q '^\[rank 0\] step 2' <<<"$logs" && grep -q '^\[rank 1\] step 2' <<<"$logs" &&
+    [ -n "$(pod_of 0)" ] && [ -n "$(pod_of 1)" ]
+}
+k8s_wait "both ranks of pair-g past the rendezvous" 60 both_ranks_started
+first_rank1="$(pod_of 1)"
+kubectl apply -f "$work/render2.yaml" >"$work/applied2"
+expect_eq "$(cat "$work/applied2")" "service/pair-g unchanged
+job.batch/pair-g unchanged" "applying the render again changes nothing"
+expect_eq "$(kubectl get secret pair-g-rdzv -o name 2>/dev/null || true)" "" "no Secret: the pods key the rendezvous on their Job's uid"
+# Rank 1 goes: node 0 hears it and stops, the Job makes both anew, and they meet again
+# with the same key.
+kubectl delete pod "$first_rank1" --wait=false >/dev/null
+rejoined() {
+  local p
+  p="$(pod_of 1)"
+  [ -n "$p" ] && [ "$p" != "$first_rank1" ] && kubectl logs "$p" 2>/dev/null | grep -q 'step 2'
+}
+# The new rank 1's workers start only past the rendezvous with node 0.
+k8s_wait "a new rank 1 of pair-g past the rendezvous" 120 rejoined
+second_rank0="$(pod_of 0)"
+wait_state pair-g Running 30
+echo "ok: after a rank restarted, the nodes met again (rank 0: $second_rank0)"
+k_ok "delete pair-g" delete pair-g
 
 echo "== list"
 k_ok "list" list

@@ -3,7 +3,8 @@
 # pod per node, read through the pod proxy; a recorded /metrics of an 8 x H100 node) and
 # metrics-server (metrics.k8s.io): a run of 2 nodes x 8 GPUs as a table, -o wide and
 # -o json; one line per run without RUN; metrics-server missing (404) or down (503);
-# the DCGM exporter missing; both missing (exit 3); a run that does not exist (exit 1);
+# the DCGM exporter missing; both missing (exit 1); neither but the kubelets' summaries
+# through the node proxy, and a user without nodes/proxy (exit 1); a run that does not exist (exit 1);
 # --local (exit 2); --watch. Output and exit statuses are checked exactly.
 set -euo pipefail
 source "${KTRAIN_SOURCE:-.}/tests/fixtures/apiserver/testlib.bash"
@@ -151,15 +152,34 @@ k top gpu-a --dcgm monitoring/dcgm-exporter:9400
 expect_eq "$rc" "0" "top --dcgm elsewhere: exit 0"
 expect_contains "$err" "Service monitoring/dcgm-exporter not found" "top --dcgm: names the Service asked for"
 
-echo "== neither: exit 3, both named"
+echo "== neither: exit 1, both named"
 admin POST /_test/script "$(script '')" >/dev/null
 k top gpu-a
-expect_eq "$rc" "3" "top without either source: exit 3"
+expect_eq "$rc" "1" "top without either source: exit 1"
 expect_eq "$err" "ktrain: error: no figures to show:
   no GPU figures: no DCGM exporter (Service gpu-operator/nvidia-dcgm-exporter not found). NVIDIA's GPU operator runs it on every GPU node (helm install gpu-operator nvidia/gpu-operator -n gpu-operator --create-namespace); or point --dcgm or KTRAIN_DCGM at another exporter's Service, now gpu-operator/nvidia-dcgm-exporter:9400
   no CPU and memory figures: the API server does not serve metrics.k8s.io (install metrics-server: kubectl apply -f https://github.com/kubernetes-sigs/metrics-server/releases/latest/download/components.yaml)" "top without either source: the message"
 k top
-expect_eq "$rc" "3" "top (every run) without either source: exit 3"
+expect_eq "$rc" "1" "top (every run) without either source: exit 1"
+
+echo "== no metrics-server, no exporter: the kubelets' summaries through the node proxy"
+stats='kubeletStats: {podNanoCores: 1500000000, podBytes: 3221225472, nodeNanoCores: 20000000000, nodeBytes: 107374182400}'
+admin POST /_test/script "$(script "$stats")" >/dev/null
+k_ok "top from the kubelets" top gpu-a
+expect_contains "$err" "ktrain: warning: CPU and memory from the kubelets' /stats/summary (metrics-server is not there: the API server does not serve metrics.k8s.io" \
+  "top from the kubelets: says where the figures come from"
+expect_contains "$out" "Running  -     -     -           1.50  3.0 GiB" "top from the kubelets: each rank's CPU and memory"
+k_ok "top -o json from the kubelets" top gpu-a -o json
+expect_eq "$(json '[d["sources"]["metrics"], d["ranks"][0]["cpuCores"], d["ranks"][0]["memoryBytes"], d["nodes"][0]["cpuCores"]]' <<<"$out")" \
+  '[true, 1.5, 3221225472, 20.0]' "json from the kubelets: ranks and nodes"
+echo "== ... and a user who may not read nodes/proxy: exit 1, what to install"
+admin POST /_test/script "$(script "$stats
+forbid: [{verb: get, resource: nodes/proxy}]")" >/dev/null
+k top gpu-a
+expect_eq "$rc" "1" "top without nodes/proxy: exit 1"
+expect_contains "$err" "install metrics-server" "top without nodes/proxy: what to install"
+expect_contains "$err" "reading the kubelets' own figures (/stats/summary) instead needs nodes/proxy, which this user lacks (a cluster admin's right)" \
+  "top without nodes/proxy: why the kubelets' figures are not shown"
 
 admin POST /_test/release '{"job":"gpu-a"}' >/dev/null
 echo "PASS: kube_top"

@@ -137,10 +137,10 @@ expect_eq "$rc" "2" "submit --timeout without --wait: exit 2"
 echo "== dry runs"
 admin DELETE /_test/requests >/dev/null
 k_ok "dry-run=client" submit -f ok.yaml --run-id c --dry-run=client
-expect_eq "$(grep '^kind:' <<<"$out" | tr '\n' ' ')" "kind: Secret kind: Service kind: Job " "dry-run=client prints the Secret, the Service and the Job"
+expect_eq "$(grep '^kind:' <<<"$out" | tr '\n' ' ')" "kind: Service kind: Job " "dry-run=client prints what render prints: the Service and the Job (the Secret's token is made at submit)"
 expect_contains "$out" "  name: ok-c" "dry-run=client names them after the run"
 k_ok "dry-run=client -o json" submit -f ok.yaml --run-id c --dry-run=client -o json
-expect_eq "$(json '[o["kind"]+"/"+o["metadata"]["name"] for o in d["items"]]' <<<"$out")" '["Secret/ok-c-rdzv", "Service/ok-c", "Job/ok-c"]' "dry-run=client -o json: a List"
+expect_eq "$(json '[o["kind"]+"/"+o["metadata"]["name"] for o in d["items"]]' <<<"$out")" '["Service/ok-c", "Job/ok-c"]' "dry-run=client -o json: a List"
 expect_eq "$(admin GET /_test/requests | json 'len(d)')" "0" "dry-run=client sends nothing"
 k_ok "dry-run=server" submit -f ok.yaml --run-id s --dry-run=server -o json
 expect_eq "$(json 'd["objects"]' <<<"$out")" '["service/ok-s", "secret/ok-s-rdzv", "job.batch/ok-s"]' "dry-run=server: the objects the server accepted"

@@ -43,6 +43,7 @@ ordered_json job(const detail::RenderContext& ctx, const std::string& run,
   detail::TrainPodWiring w;
   w.master_addr = run + "-0." + run;
   w.subdomain = run;
+  w.job_uid_rendezvous = true;
   w.rank_env.push_back(detail::env_from_field(
       "JOB_COMPLETION_INDEX", "metadata.annotations['batch.kubernetes.io/job-completion-index']"));
   spec["template"] = detail::train_pod_template(ctx, run, labels, point, w);

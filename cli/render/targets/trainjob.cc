@@ -3,8 +3,11 @@
 // JobSet makes one pod per node (<run>-node-0-<rank>.<run>); the trainer's container
 // runs ktrain-launch, which finds its rank in JOB_COMPLETION_INDEX. What ktrain sets on
 // the pods beyond the trainer's fields (volumes, scheduling, security) goes into a
-// runtime patch, which can change the runtime's containers but not add one: the image
-// must carry ktrain-launch (ktrain build, or launcher.inject: never).
+// runtime patch, which can change the runtime's containers but not add one (the CRD's
+// ContainerPatch holds a name, env, volume mounts and a security context: no image).
+// So an image without ktrain-launch (a stock image) runs on a TrainingRuntime of the
+// run's own, in the run's namespace: the whole pod as ktrain renders it, the init
+// container that copies the launcher included, owned by the TrainJob once it is made.
 
 #include <set>
 #include <string>
@@ -27,14 +30,6 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
                                  const std::string& sweep, const project::SweepPoint& point) {
   const auto& p = ctx.project;
   const auto& t = *p.train;
-  if (ctx.launcher.inject) {
-    throw UsageError(p.file +
-                     ": train.target trainjob: a TrainJob cannot add the init "
-                     "container that copies ktrain-launch into the image (" +
-                     ctx.image +
-                     "); use an image from ktrain build (image.build), or one with "
-                     "/opt/ktrain/bin/ktrain-launch and launcher.inject: never");
-  }
   const ordered_json labels = detail::common_labels(p, run, sweep);
   const bool queued = detail::is_queued(ctx, run, point);
 
@@ -67,6 +62,20 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
     trainer["resourcesPerNode"] = container["resources"];
   }
   spec["trainer"] = std::move(trainer);
+
+  if (ctx.launcher.inject) {
+    // The run's own runtime: the pods as rendered, init container and all.
+    ordered_json rt = ctx.load("trainingruntime.yaml");
+    detail::set_metadata(rt, p, run, labels);
+    rt["spec"]["mlPolicy"]["numNodes"] = t.nodes;
+    auto& rj = rt["spec"]["template"]["spec"]["replicatedJobs"][0];
+    rj["name"] = kNode;
+    rj["template"]["spec"]["template"] = std::move(tmpl);
+    spec["runtimeRef"] = {
+        {"apiGroup", "trainer.kubeflow.org"}, {"kind", "TrainingRuntime"}, {"name", run}};
+    spec.erase("runtimePatches");
+    return {std::move(rt), std::move(tj)};
+  }
 
   // The rest, as a patch of the runtime's pods: only the fields a patch may set.
   ordered_json patch_container = {{"name", kNode}};

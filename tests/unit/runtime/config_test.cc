@@ -183,3 +183,25 @@ TEST_CASE("config: KTRAIN_NODE_RANK_OFFSET numbers an operator's Workers after i
   env["KTRAIN_NODE_RANK_OFFSET"] = "-1";
   CHECK(error_of({"--", "x"}, env).find("KTRAIN_NODE_RANK_OFFSET") != std::string::npos);
 }
+
+TEST_CASE("config: without the Secret, a Job's pods key the rendezvous on the Job's uid") {
+  // `ktrain render | kubectl apply`: no Secret <run>-rdzv, the optional reference gives
+  // nothing, and the Job controller's uid label is the per-run key.
+  Env env = job_env();
+  env.erase("KTRAIN_RDZV_SECRET");
+  env["KTRAIN_RDZV_JOB_UID"] = "0c8f6a3e-7c1d-4a52-9d0e-3f2b1a4c5d6e";
+  Config c = parse_config({"--", "x"}, env);
+  CHECK(c.secret == "job-uid:0c8f6a3e-7c1d-4a52-9d0e-3f2b1a4c5d6e");
+  CHECK(c.secret_from_job_uid);
+  // The Secret, where it is there (ktrain submit made it), wins.
+  env["KTRAIN_RDZV_SECRET"] = "s3cret";
+  c = parse_config({"--", "x"}, env);
+  CHECK(c.secret == "s3cret");
+  CHECK_FALSE(c.secret_from_job_uid);
+  // An empty uid (pods that no Job made) is no key: the error names both sources.
+  env.erase("KTRAIN_RDZV_SECRET");
+  env["KTRAIN_RDZV_JOB_UID"] = "";
+  const std::string e = error_of({"--", "x"}, env);
+  CHECK(e.find("KTRAIN_RDZV_SECRET") != std::string::npos);
+  CHECK(e.find("KTRAIN_RDZV_JOB_UID") != std::string::npos);
+}

@@ -259,16 +259,38 @@ TEST_CASE("targets: trainjob sets the trainer's fields and patches the runtime's
         "deepspeed-distributed");
 }
 
-TEST_CASE("targets: trainjob cannot inject the launcher, and says so naming the target") {
-  auto p = train_for("trainjob", 2);  // a stock image: the launcher would be injected
-  try {
-    render_fixed(p);
-    FAIL("rendered a TrainJob that needs an injected launcher");
-  } catch (const UsageError& e) {
-    const std::string what = e.what();
-    CHECK(what.find("train.target trainjob") != std::string::npos);
-    CHECK(what.find("launcher.inject: never") != std::string::npos);
-  }
+TEST_CASE("targets: trainjob of a stock image runs on a TrainingRuntime of its own") {
+  // A runtime patch cannot add a container with an image (the CRD's ContainerPatch has
+  // none): the run's own TrainingRuntime holds the pod, the launcher's init container in it.
+  auto p = train_for("trainjob", 2);  // a stock image: the launcher is injected
+  const auto r = render_fixed(p);
+  REQUIRE(r.objects.size() == 2);
+  const auto& rt = r.objects[0];
+  CHECK(rt["kind"] == "TrainingRuntime");
+  CHECK(rt["apiVersion"] == "trainer.kubeflow.org/v1alpha1");
+  const std::string run = rt["metadata"]["name"];
+  CHECK(rt["spec"]["mlPolicy"]["numNodes"] == 2);
+  const auto& rj = rt["spec"]["template"]["spec"]["replicatedJobs"][0];
+  CHECK(rj["name"] == "node");
+  CHECK(rj["template"]["metadata"]["labels"]["trainer.kubeflow.org/trainjob-ancestor-step"] ==
+        "trainer");
+  const auto& pod = rj["template"]["spec"]["template"]["spec"];
+  REQUIRE(pod["initContainers"].is_array());
+  CHECK(pod["initContainers"][0]["command"][1] == "--install");
+  CHECK(pod["containers"][0]["name"] == "node");
+  CHECK(pod["containers"][0]["command"][0] == "/opt/ktrain/bin/ktrain-launch");
+  const auto& tj = object_of(r, "TrainJob");
+  CHECK(tj["spec"]["runtimeRef"] == ordered_json({{"apiGroup", "trainer.kubeflow.org"},
+                                                   {"kind", "TrainingRuntime"},
+                                                   {"name", run}}));
+  CHECK_FALSE(tj["spec"].contains("runtimePatches"));
+  CHECK(tj["spec"]["trainer"]["numNodes"] == 2);
+  // With the launcher in the image, the cluster's runtime, patched, as before.
+  p.launcher.inject = project::Launcher::Inject::kNever;
+  const auto r2 = render_fixed(p);
+  REQUIRE(r2.objects.size() == 1);
+  CHECK(object_of(r2, "TrainJob")["spec"]["runtimeRef"] ==
+        ordered_json({{"name", "torch-distributed"}}));
 }
 
 TEST_CASE("targets: serve.target kserve puts the project's container in the predictor") {

@@ -314,6 +314,7 @@ TEST_CASE(
                                              "KTRAIN_GPUS",          "KTRAIN_MASTER_ADDR",
                                              "KTRAIN_RDZV_PORT",     "KTRAIN_MASTER_PORT",
                                              "KTRAIN_RDZV_TIMEOUT",  "KTRAIN_RDZV_SECRET",
+                                             "KTRAIN_RDZV_JOB_UID",
                                              "KTRAIN_FRAMEWORK",     "KTRAIN_PREFLIGHT",
                                              "KTRAIN_GRACE_PERIOD",  "KTRAIN_POD_IP",
                                              "KTRAIN_NODE_NAME",     "HOME",
@@ -341,7 +342,10 @@ TEST_CASE("render: the rank and the pod IP come from the downward API, the secre
         "metadata.annotations['batch.kubernetes.io/job-completion-index']");
   CHECK(env_of(c, "KTRAIN_POD_IP")["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP");
   const auto secret = env_of(c, "KTRAIN_RDZV_SECRET")["valueFrom"]["secretKeyRef"];
-  CHECK(secret == ordered_json({{"name", "demo-abcde-rdzv"}, {"key", "token"}}));
+  // Optional: without it (applied as rendered, no Secret) the Job's uid keys the rendezvous.
+  CHECK(secret == ordered_json({{"name", "demo-abcde-rdzv"}, {"key", "token"}, {"optional", true}}));
+  CHECK(env_of(c, "KTRAIN_RDZV_JOB_UID")["valueFrom"]["fieldRef"]["fieldPath"] ==
+        "metadata.labels['batch.kubernetes.io/controller-uid']");
   CHECK(env_of(c, "KTRAIN_NPROC_PER_NODE")["value"] == "1");
 }
 
@@ -423,7 +427,8 @@ TEST_CASE("render: the pod failure policy ignores peer-stopped pods (75) and dis
   CHECK(rules[0]["onExitCodes"] ==
         ordered_json({{"containerName", "train"}, {"operator", "In"}, {"values", {75}}}));
   CHECK(rules[1]["action"] == "Ignore");
-  CHECK(rules[1]["onPodConditions"] == ordered_json::array({{{"type", "DisruptionTarget"}}}));
+  CHECK(rules[1]["onPodConditions"] ==
+        ordered_json::array({{{"type", "DisruptionTarget"}, {"status", "True"}}}));
 }
 
 TEST_CASE("render: every object and pod carries ktrain's labels and the project's") {

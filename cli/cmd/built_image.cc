@@ -1,0 +1,120 @@
+// Which image a project's pods run, from the project and the record that build keeps.
+
+#include "cmd/built_image.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <ostream>
+
+#include "base/error.h"
+#include "base/image_ref.h"
+
+namespace ktrain::cmd {
+
+ImageChoice choose_image(const project::Project& p, const std::optional<oci::BuiltImage>& built,
+                         const std::string& record_path) {
+  ImageChoice c;
+  const std::string& ref = p.image.ref;
+  if (!p.image.build) {
+    c.image = ref;
+    c.why = "image " + ref;
+    return c;
+  }
+  const ImageRef repo = parse_image_ref(p.image.build->repository);
+  const std::string name = repo.name();
+  std::string tag = repo.tag;
+  if (!ref.empty()) {
+    const ImageRef r = parse_image_ref(ref);
+    if (r.name() != name) {
+      c.image = ref;
+      c.why = "image.ref " + ref + " (not image.build.repository, which build pushes to)";
+      return c;
+    }
+    if (!r.digest.empty()) {
+      c.image = ref;
+      c.why = "image.ref " + ref + " (pinned by digest)";
+      return c;
+    }
+    tag = r.tag;
+  }
+  const std::string when = built && !built->built.empty() ? " at " + built->built : "";
+  if (built && (tag.empty() || std::find(built->tags.begin(), built->tags.end(), tag) !=
+                                   built->tags.end())) {
+    c.image = built->reference();
+    c.cuda = built->cuda;
+    c.why = c.image + ", built by ktrain build" + when + " (" + record_path + ")";
+    return c;
+  }
+  if (!tag.empty()) {
+    c.image = name + ":" + tag;
+    c.why = "tag " + c.image;
+    if (built) {
+      c.warning = "image.ref names the tag " + tag + ", which the last ktrain build" + when +
+                  " did not push (it pushed " + built->reference() +
+                  "): the pods run whatever " + c.image + " is in the registry";
+      c.why += " (not the last build)";
+    } else {
+      c.why += " (no build recorded here: whatever the registry has under it)";
+    }
+    return c;
+  }
+  c.image = name;
+  c.why = name + " (nothing built here: it would pull " + name + ":latest)";
+  c.problem = "image.build.repository " + name + ": nothing is built yet (" + record_path +
+              " has no entry for it), so the pods would pull " + name +
+              ":latest, which ktrain build does not push; run 'ktrain build' first, or "
+              "'ktrain submit --build', or name a pushed tag in image.ref";
+  return c;
+}
+
+ImageChoice image_choice(Env& env, const project::Project& p) {
+  std::optional<oci::BuiltImage> built;
+  const std::string path = oci::build_record_path(p.directory);
+  if (p.image.build && env.fs->exists(path)) {
+    const std::string name = parse_image_ref(p.image.build->repository).name();
+    built = oci::find_built_image(env.fs->read_file(path), name, path);
+  }
+  return choose_image(p, built, path);
+}
+
+void use_built_image(Env& env, project::Project& p, bool strict) {
+  if (!p.image.build) return;
+  const ImageChoice c = image_choice(env, p);
+  if (!c.problem.empty()) {
+    if (strict) throw UsageError(p.file + ": " + c.problem);
+    env.warn(c.problem);
+  }
+  if (!c.warning.empty()) env.warn(c.warning);
+  p.image.ref = c.image;
+  if (!c.cuda.empty()) {
+    if (p.train && p.train->cuda.empty()) p.train->cuda = c.cuda;
+    if (p.serve && p.serve->cuda.empty()) p.serve->cuda = c.cuda;
+  }
+}
+
+void save_built_image(Env& env, const std::string& project_dir, const oci::BuiltImage& built) {
+  const std::string path = oci::build_record_path(project_dir);
+  try {
+    const std::string dir = path.substr(0, path.rfind('/'));
+    if (!env.fs->is_directory(dir)) {
+      // Only the real file system has folders to make (tests' in-memory ones have none).
+      if (dynamic_cast<RealFileSystem*>(env.fs) != nullptr) {
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec);
+        if (ec) throw Error("cannot make '" + dir + "': " + ec.message());
+      }
+      if (!env.fs->exists(dir + "/.gitignore")) {
+        env.fs->write_file(dir + "/.gitignore",
+                           "# ktrain's state on this machine (what ktrain build pushed)\n*\n");
+      }
+    }
+    const std::string old = env.fs->exists(path) ? env.fs->read_file(path) : "";
+    env.fs->write_file(path, oci::record_built_image(old, built));
+  } catch (const Error& e) {
+    env.warn(std::string("could not record the build in ") + path + " (" + e.what() +
+             "): render and submit will not find " + built.reference() +
+             "; name it in image.ref, or use 'ktrain submit --build'");
+  }
+}
+
+}  // namespace ktrain::cmd

@@ -1,0 +1,46 @@
+#pragma once
+// Which image a project's pods run: the one `ktrain build` pushed last (by digest, from
+// .ktrain/build.json), the tag image.ref names, or a stock image; and why, for validate.
+
+#include <optional>
+#include <string>
+
+#include "cmd/command.h"
+#include "oci/build_record.h"
+#include "project/project.h"
+
+namespace ktrain::cmd {
+
+/// The image a project's pods run, and what `validate` says of it.
+struct ImageChoice {
+  std::string image;  ///< what the pods name ("" = nothing to run)
+  std::string why;    ///< one line: where it comes from
+  /// Not empty when the pods would pull what no build pushed (image.build with no tag
+  /// and nothing built here): submit refuses, render and validate warn.
+  std::string problem;
+  /// Not empty when image.ref names a tag of the built repository that the last build
+  /// did not push (it runs whatever that tag is in the registry).
+  std::string warning;
+  std::string cuda;  ///< the CUDA version the built image records ("" = none or not built)
+};
+
+/// The choice for `p`, given the record's entry for its image.build.repository
+/// (`built`, nullopt when none) kept at `record_path`. No I/O.
+ImageChoice choose_image(const project::Project& p, const std::optional<oci::BuiltImage>& built,
+                         const std::string& record_path);
+
+/// Reads the project's build record (when it has image.build) and chooses. Throws
+/// Error when the record is there but unreadable.
+ImageChoice image_choice(Env& env, const project::Project& p);
+
+/// `p` as its pods run it: image.ref set to the chosen image, and train.cuda / serve.cuda
+/// from the built image when the project sets none. With `strict` (submit, serve, dev),
+/// a problem is a UsageError (exit 2, nothing sent); else a warning on stderr.
+void use_built_image(Env& env, project::Project& p, bool strict);
+
+/// Writes `built` into the build record of the project in `project_dir` (creating
+/// .ktrain/ with a .gitignore that keeps it out of git). A failure is a warning: the
+/// image is pushed either way, and build prints its reference.
+void save_built_image(Env& env, const std::string& project_dir, const oci::BuiltImage& built);
+
+}  // namespace ktrain::cmd
