@@ -629,8 +629,9 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
     const bool own_pod_group = project.scheduling.gang == "volcano" &&
                                (target.api.crd[0] == '\0' || std::string(target.name) == "jobset");
     // A TrainJob of an image without the launcher brings its own TrainingRuntime.
-    const bool own_runtime = std::string(target.name) == "trainjob" &&
-                             render::launcher_plan(project, render::image_to_run(project, ro)).inject;
+    const bool own_runtime =
+        std::string(target.name) == "trainjob" &&
+        render::launcher_plan(project, render::image_to_run(project, ro)).inject;
     const std::size_t per_run = (target.api.crd[0] == '\0' ? 3 : 1 + (target.rendezvous ? 1 : 0)) +
                                 (own_pod_group ? 1 : 0) + (own_runtime ? 1 : 0);
     std::function<void(std::size_t)> on_sent;

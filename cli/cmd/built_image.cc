@@ -38,8 +38,8 @@ ImageChoice choose_image(const project::Project& p, const std::optional<oci::Bui
     tag = r.tag;
   }
   const std::string when = built && !built->built.empty() ? " at " + built->built : "";
-  if (built && (tag.empty() || std::find(built->tags.begin(), built->tags.end(), tag) !=
-                                   built->tags.end())) {
+  if (built && (tag.empty() ||
+                std::find(built->tags.begin(), built->tags.end(), tag) != built->tags.end())) {
     c.image = built->reference();
     c.cuda = built->cuda;
     c.why = c.image + ", built by ktrain build" + when + " (" + record_path + ")";
@@ -50,8 +50,8 @@ ImageChoice choose_image(const project::Project& p, const std::optional<oci::Bui
     c.why = "tag " + c.image;
     if (built) {
       c.warning = "image.ref names the tag " + tag + ", which the last ktrain build" + when +
-                  " did not push (it pushed " + built->reference() +
-                  "): the pods run whatever " + c.image + " is in the registry";
+                  " did not push (it pushed " + built->reference() + "): the pods run whatever " +
+                  c.image + " is in the registry";
       c.why += " (not the last build)";
     } else {
       c.why += " (no build recorded here: whatever the registry has under it)";

@@ -18,8 +18,8 @@ std::string lower(std::string s) {
 }  // namespace
 
 bool is_pull_failure_reason(const std::string& reason) {
-  return reason == "ErrImagePull" || reason == "ImagePullBackOff" ||
-         reason == "InvalidImageName" || reason == "ErrImageNeverPull";
+  return reason == "ErrImagePull" || reason == "ImagePullBackOff" || reason == "InvalidImageName" ||
+         reason == "ErrImageNeverPull";
 }
 
 bool pull_failure_is_permanent(const std::string& reason, const std::string& message) {

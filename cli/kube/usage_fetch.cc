@@ -299,8 +299,8 @@ void fetch_kubelet_stats(Client& client, const std::set<std::string>& nodes,
     }
     ++answered;
     if (summary.contains("node") && summary["node"].is_object()) {
-      node_metrics.push_back({{"metadata", {{"name", asked[i]}}},
-                              {"usage", usage_from_summary(summary["node"])}});
+      node_metrics.push_back(
+          {{"metadata", {{"name", asked[i]}}}, {"usage", usage_from_summary(summary["node"])}});
     }
     if (!summary.contains("pods") || !summary["pods"].is_array()) continue;
     for (const auto& p : summary["pods"]) {

@@ -24,8 +24,9 @@ json parse_record(const std::string& text, const std::string& path) {
                 "); remove it and run 'ktrain build' again");
   }
   if (!j.is_object() || !j.contains("images") || !j["images"].is_object()) {
-    throw Error(path + ": not a build record (no \"images\" object); remove it and run "
-                       "'ktrain build' again");
+    throw Error(path +
+                ": not a build record (no \"images\" object); remove it and run "
+                "'ktrain build' again");
   }
   return j;
 }
@@ -37,8 +38,7 @@ std::string build_record_path(const std::string& project_dir) {
 }
 
 std::optional<BuiltImage> find_built_image(const std::string& record_text,
-                                           const std::string& repository,
-                                           const std::string& path) {
+                                           const std::string& repository, const std::string& path) {
   const json j = parse_record(record_text, path);
   auto it = j["images"].find(repository);
   if (it == j["images"].end()) return std::nullopt;

@@ -30,8 +30,7 @@ std::string build_record_path(const std::string& project_dir);
 /// The entry for `repository` in a record's text; nullopt when there is none. Throws
 /// Error naming `path` when the text is not a record (hand-edited, cut short).
 std::optional<BuiltImage> find_built_image(const std::string& record_text,
-                                           const std::string& repository,
-                                           const std::string& path);
+                                           const std::string& repository, const std::string& path);
 
 /// The record's text with `built` as the entry of its repository (other repositories'
 /// entries are kept). `record_text` may be empty (no record yet).

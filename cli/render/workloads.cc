@@ -275,8 +275,8 @@ ordered_json train_env(const project::Project& p, const std::string& run,
     if (w.job_uid_rendezvous || t.nodes == 1) secret_ref["optional"] = true;
     env.push_back({{"name", "KTRAIN_RDZV_SECRET"}, {"valueFrom", {{"secretKeyRef", secret_ref}}}});
     if (w.job_uid_rendezvous) {
-      env.push_back(
-          env_field("KTRAIN_RDZV_JOB_UID", "metadata.labels['batch.kubernetes.io/controller-uid']"));
+      env.push_back(env_field("KTRAIN_RDZV_JOB_UID",
+                              "metadata.labels['batch.kubernetes.io/controller-uid']"));
     }
     env.push_back(env_value("KTRAIN_FRAMEWORK", t.framework));
     env.push_back(env_value("KTRAIN_PREFLIGHT", t.preflight));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cluster verbs on a real control plane (kube-apiserver, controller-manager
-# and scheduler of Kubernetes 1.32, the node agent running pods as processes),
+# and scheduler of Kubernetes 1.36, the node agent running pods as processes),
 # with kubectl as the reference: submit (again with the same --run-id changes
 # nothing; --dry-run=server), render | kubectl apply -f -, list, status (succeeded, a failed rank, pending
 # for GPUs no node has, pending for a quota), logs (--rank, --tail,
@@ -46,6 +46,16 @@ project fail fail
 project slow hold
 project big ok 4
 project quota ok 1
+
+echo "== version: the server's, inside what the suite tests"
+k_ok "version --server" version --server
+case "${KTRAIN_K8S_BIN:-}" in
+  "") expect_contains "$out" "server v1.36.3" "version --server: the newest tested release" ;;
+esac
+expect_eq "$err" "" "version --server: no warning for a tested release"
+k_ok "version --server -o json" version --server -o json
+expect_eq "$(json 'd["testedVersions"]["oldest"], d["testedVersions"]["newest"]' <<<"$out")" "('1.32', '1.36')" \
+  "version -o json: the releases the suite tests"
 
 echo "== submit"
 k_ok "submit" submit -f ok.yaml --run-id a

@@ -55,8 +55,8 @@ TEST_CASE("built image: the record's digest runs, whatever tag build pushed") {
   CHECK(c.cuda == "12.1");
   CHECK(c.why.find("built by ktrain build at 2026-12-01T10:00:00Z") != std::string::npos);
   // image.ref naming a tag that build pushed: the digest, not the movable tag.
-  const auto t = choose_image(parse(project_text("reg.example.com/team/app:0.1.0")),
-                              built({"0.1.0"}), "r");
+  const auto t =
+      choose_image(parse(project_text("reg.example.com/team/app:0.1.0")), built({"0.1.0"}), "r");
   CHECK(t.image == "reg.example.com/team/app@" + kDigest);
 }
 
@@ -65,18 +65,18 @@ TEST_CASE("built image: nothing built and no tag is a problem; a tag is run as i
   CHECK(none.problem.find("nothing is built yet") != std::string::npos);
   CHECK(none.problem.find("ktrain build") != std::string::npos);
   CHECK(none.problem.find("reg.example.com/team/app:latest") != std::string::npos);
-  const auto tag = choose_image(parse(project_text("reg.example.com/team/app:0.1.0")),
-                                std::nullopt, "r");
+  const auto tag =
+      choose_image(parse(project_text("reg.example.com/team/app:0.1.0")), std::nullopt, "r");
   CHECK(tag.image == "reg.example.com/team/app:0.1.0");
   CHECK(tag.problem.empty());
   // A tag that the last build did not push: run it, and say so.
-  const auto other = choose_image(parse(project_text("reg.example.com/team/app:0.2.0")),
-                                  built({"0.1.0"}), "r");
+  const auto other =
+      choose_image(parse(project_text("reg.example.com/team/app:0.2.0")), built({"0.1.0"}), "r");
   CHECK(other.image == "reg.example.com/team/app:0.2.0");
   CHECK(other.warning.find("did not push") != std::string::npos);
   // Another repository, or a digest: as the project says.
-  const auto stock = choose_image(parse(project_text("nvcr.io/nvidia/pytorch:24.05-py3")),
-                                  built(), "r");
+  const auto stock =
+      choose_image(parse(project_text("nvcr.io/nvidia/pytorch:24.05-py3")), built(), "r");
   CHECK(stock.image == "nvcr.io/nvidia/pytorch:24.05-py3");
   const auto pinned =
       choose_image(parse(project_text("reg.example.com/team/app@" + kOther)), built(), "r");
@@ -101,9 +101,9 @@ TEST_CASE("build record: entries by repository, kept across builds of others") {
   CHECK_THROWS_WITH_AS(ktrain::oci::find_built_image("{", "x", "/p/.ktrain/build.json"),
                        doctest::Contains("/p/.ktrain/build.json: not a build record"),
                        ktrain::Error);
-  CHECK_THROWS_WITH_AS(ktrain::oci::find_built_image(
-                           R"({"images":{"x":{"digest":"sha256:zz"}}})", "x", "f"),
-                       doctest::Contains("bad digest"), ktrain::Error);
+  CHECK_THROWS_WITH_AS(
+      ktrain::oci::find_built_image(R"({"images":{"x":{"digest":"sha256:zz"}}})", "x", "f"),
+      doctest::Contains("bad digest"), ktrain::Error);
 }
 
 TEST_CASE("render runs what build recorded; without a record it warns, submit refuses") {
@@ -124,8 +124,7 @@ TEST_CASE("render runs what build recorded; without a record it warns, submit re
   CHECK(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["image"]["ref"] == "reg.example.com/team/app@" + kDigest);
-  CHECK(j["image"]["source"].get<std::string>().find("/p/.ktrain/build.json") !=
-        std::string::npos);
+  CHECK(j["image"]["source"].get<std::string>().find("/p/.ktrain/build.json") != std::string::npos);
   // Nothing built: submit refuses before it asks anything of a cluster (exit 2).
   fs.files.erase("/p/.ktrain/build.json");
   r = ktrain::testing::run_cli({"submit", "-f", "/p/ktrain.yaml", "--context", "none"}, &fs);

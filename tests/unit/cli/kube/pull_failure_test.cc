@@ -38,11 +38,12 @@ TEST_CASE("pull failures: not found, unauthorized and bad references cannot succ
 
 TEST_CASE("pull failures: a registry that is slow, down or busy may come back") {
   CHECK_FALSE(pull_failure_is_permanent(
-      "ErrImagePull", "failed to do request: Head \"https://r/v2/x/manifests/1\": dial tcp "
-                      "10.0.0.1:443: connect: connection refused"));
+      "ErrImagePull",
+      "failed to do request: Head \"https://r/v2/x/manifests/1\": dial tcp "
+      "10.0.0.1:443: connect: connection refused"));
   CHECK_FALSE(pull_failure_is_permanent("ErrImagePull", "i/o timeout"));
-  CHECK_FALSE(pull_failure_is_permanent("ErrImagePull",
-                                        "unexpected status code 429 Too Many Requests"));
+  CHECK_FALSE(
+      pull_failure_is_permanent("ErrImagePull", "unexpected status code 429 Too Many Requests"));
   CHECK_FALSE(pull_failure_is_permanent("ErrImagePull", "503 Service Unavailable"));
   CHECK_FALSE(pull_failure_is_permanent("ImagePullBackOff", "Back-off pulling image \"x\""));
   CHECK_FALSE(pull_failure_is_permanent("CreateContainerConfigError", "secret \"s\" not found"));

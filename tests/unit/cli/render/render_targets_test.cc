@@ -280,9 +280,9 @@ TEST_CASE("targets: trainjob of a stock image runs on a TrainingRuntime of its o
   CHECK(pod["containers"][0]["name"] == "node");
   CHECK(pod["containers"][0]["command"][0] == "/opt/ktrain/bin/ktrain-launch");
   const auto& tj = object_of(r, "TrainJob");
-  CHECK(tj["spec"]["runtimeRef"] == ordered_json({{"apiGroup", "trainer.kubeflow.org"},
-                                                   {"kind", "TrainingRuntime"},
-                                                   {"name", run}}));
+  CHECK(tj["spec"]["runtimeRef"] ==
+        ordered_json(
+            {{"apiGroup", "trainer.kubeflow.org"}, {"kind", "TrainingRuntime"}, {"name", run}}));
   CHECK_FALSE(tj["spec"].contains("runtimePatches"));
   CHECK(tj["spec"]["trainer"]["numNodes"] == 2);
   // With the launcher in the image, the cluster's runtime, patched, as before.

@@ -309,16 +309,25 @@ TEST_CASE(
   const auto& c = container_of(object_of(r, "Job"));
   std::vector<std::string> names;
   for (const auto& e : c["env"]) names.push_back(e["name"]);
-  const std::vector<std::string> expected = {"KTRAIN_RUN",           "KTRAIN_NNODES",
-                                             "JOB_COMPLETION_INDEX", "KTRAIN_NPROC_PER_NODE",
-                                             "KTRAIN_GPUS",          "KTRAIN_MASTER_ADDR",
-                                             "KTRAIN_RDZV_PORT",     "KTRAIN_MASTER_PORT",
-                                             "KTRAIN_RDZV_TIMEOUT",  "KTRAIN_RDZV_SECRET",
+  const std::vector<std::string> expected = {"KTRAIN_RUN",
+                                             "KTRAIN_NNODES",
+                                             "JOB_COMPLETION_INDEX",
+                                             "KTRAIN_NPROC_PER_NODE",
+                                             "KTRAIN_GPUS",
+                                             "KTRAIN_MASTER_ADDR",
+                                             "KTRAIN_RDZV_PORT",
+                                             "KTRAIN_MASTER_PORT",
+                                             "KTRAIN_RDZV_TIMEOUT",
+                                             "KTRAIN_RDZV_SECRET",
                                              "KTRAIN_RDZV_JOB_UID",
-                                             "KTRAIN_FRAMEWORK",     "KTRAIN_PREFLIGHT",
-                                             "KTRAIN_GRACE_PERIOD",  "KTRAIN_POD_IP",
-                                             "KTRAIN_NODE_NAME",     "HOME",
-                                             "NCCL_DEBUG",           "A"};
+                                             "KTRAIN_FRAMEWORK",
+                                             "KTRAIN_PREFLIGHT",
+                                             "KTRAIN_GRACE_PERIOD",
+                                             "KTRAIN_POD_IP",
+                                             "KTRAIN_NODE_NAME",
+                                             "HOME",
+                                             "NCCL_DEBUG",
+                                             "A"};
   CHECK(names == expected);
   CHECK(env_of(c, "KTRAIN_RUN")["value"] == "demo-abcde");
   CHECK(env_of(c, "KTRAIN_NNODES")["value"] == "2");
@@ -343,7 +352,8 @@ TEST_CASE("render: the rank and the pod IP come from the downward API, the secre
   CHECK(env_of(c, "KTRAIN_POD_IP")["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP");
   const auto secret = env_of(c, "KTRAIN_RDZV_SECRET")["valueFrom"]["secretKeyRef"];
   // Optional: without it (applied as rendered, no Secret) the Job's uid keys the rendezvous.
-  CHECK(secret == ordered_json({{"name", "demo-abcde-rdzv"}, {"key", "token"}, {"optional", true}}));
+  CHECK(secret ==
+        ordered_json({{"name", "demo-abcde-rdzv"}, {"key", "token"}, {"optional", true}}));
   CHECK(env_of(c, "KTRAIN_RDZV_JOB_UID")["valueFrom"]["fieldRef"]["fieldPath"] ==
         "metadata.labels['batch.kubernetes.io/controller-uid']");
   CHECK(env_of(c, "KTRAIN_NPROC_PER_NODE")["value"] == "1");
