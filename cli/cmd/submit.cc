@@ -98,7 +98,12 @@ struct SubmitOptions {
         if (project.serve && project.serve->cuda.empty()) project.serve->cuda = built.cuda;
       }
     }
-    if (!build) use_built_image(env, project, dry_run != "client");
+    // A cluster's pods run what build pushed (a project never built is refused here,
+    // before anything is asked of the cluster); a local run (--local, KTRAIN_LOCAL=1)
+    // uses no image.
+    const auto local_var = env.var("KTRAIN_LOCAL");
+    const bool local = target.local || (local_var && *local_var == "1");
+    if (!build && !local) use_built_image(env, project, dry_run != "client");
     if (dry_run == "client") {
       // What would be sent, without contacting anything.
       render::RenderOptions ro;
@@ -118,7 +123,7 @@ struct SubmitOptions {
     }
     auto be = open_backend(env, target);
     // What the image needs of the nodes' drivers, unless the project or the build says.
-    if (!build && !target.local) fill_cuda_from_image(env, project, {});
+    if (!build && !local) fill_cuda_from_image(env, project, {});
     backend::SubmitOptions opts;
     opts.run_id = run_id;
     opts.dry_run_server = dry_run == "server";

@@ -70,6 +70,23 @@ expect_status 0 "$ktrain" submit --wait --run-id ok1
 [ "$(cat "$work/out")" = "job-ok1" ] || fail "submit printed: $(cat "$work/out")"
 grep -q "run job-ok1 succeeded" "$work/err" || fail "no success line: $(cat "$work/err")"
 
+# A project with image.build that was never built runs here all the same: a local run
+# uses no image (a cluster submit would refuse it: its pods would pull :latest).
+cat >built.yaml <<'YAML'
+name: built
+image:
+  build:
+    base: docker.io/library/python:3.12-slim
+    repository: registry.example.com/team/built
+train:
+  command: [python3, work.py]
+  nodes: 1
+  processesPerNode: 1
+YAML
+expect_status 0 "$ktrain" submit -f built.yaml --wait --run-id b1
+expect_status 0 "$ktrain" delete built-b1
+echo "ok: a project with image.build, never built, runs locally"
+
 # logs: every rank's lines, each prefixed with its rank, none lost or doubled.
 expect_status 0 "$ktrain" logs job-ok1
 for r in 0 1 2 3; do
