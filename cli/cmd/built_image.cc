@@ -77,8 +77,8 @@ ImageChoice image_choice(Env& env, const project::Project& p) {
   return choose_image(p, built, path);
 }
 
-void use_built_image(Env& env, project::Project& p, bool strict) {
-  if (!p.image.build) return;
+std::optional<ImageChoice> use_built_image(Env& env, project::Project& p, bool strict) {
+  if (!p.image.build) return std::nullopt;
   const ImageChoice c = image_choice(env, p);
   if (!c.problem.empty()) {
     if (strict) throw UsageError(p.file + ": " + c.problem);
@@ -90,6 +90,7 @@ void use_built_image(Env& env, project::Project& p, bool strict) {
     if (p.train && p.train->cuda.empty()) p.train->cuda = c.cuda;
     if (p.serve && p.serve->cuda.empty()) p.serve->cuda = c.cuda;
   }
+  return c;
 }
 
 void save_built_image(Env& env, const std::string& project_dir, const oci::BuiltImage& built) {

@@ -35,8 +35,9 @@ ImageChoice image_choice(Env& env, const project::Project& p);
 
 /// `p` as its pods run it: image.ref set to the chosen image, and train.cuda / serve.cuda
 /// from the built image when the project sets none. With `strict` (submit, serve, dev),
-/// a problem is a UsageError (exit 2, nothing sent); else a warning on stderr.
-void use_built_image(Env& env, project::Project& p, bool strict);
+/// a problem is a UsageError (exit 2, nothing sent); else a warning on stderr. Returns
+/// the choice (for validate to say it); nullopt without image.build.
+std::optional<ImageChoice> use_built_image(Env& env, project::Project& p, bool strict);
 
 /// Writes `built` into the build record of the project in `project_dir` (creating
 /// .ktrain/ with a .gitignore that keeps it out of git). A failure is a warning: the

@@ -104,9 +104,11 @@ void add_serve_command(CLI::App& app, Env& env, CommandResult& result) {
       throw UsageError("--dry-run=server asks a cluster; it cannot be combined with --local");
     }
     project::Project project = opts->project.load(env);
-    if (!opts->target.local) use_built_image(env, project, true);
     auto be = open_backend(env, opts->target);
+    // A cluster's pods run what build pushed (refused when nothing was, before anything is
+    // sent); a local service (--local, KTRAIN_LOCAL=1, a local one of that name) uses no image.
     if (!opts->target.local && dynamic_cast<backend::KubeBackend*>(be.get())) {
+      use_built_image(env, project, true);
       fill_cuda_from_image(env, project, {});
     }
     result.status = run_serve(env, *be, project, r);

@@ -75,11 +75,7 @@ int ValidateOptions::run(Env& env) const {
   try {
     project::Project p = project.load(env);
     // Which image the pods run: with image.build, what ktrain build pushed last.
-    std::optional<ImageChoice> image;
-    if (p.image.build) {
-      image = image_choice(env, p);
-      use_built_image(env, p, false);
-    }
+    const std::optional<ImageChoice> image = use_built_image(env, p, false);
     // What the file renders to must hold too (patches can break it): a probe render.
     try {
       render::RenderOptions ro;

@@ -71,6 +71,14 @@ echo "ok: list, status and logs show the service"
 
 expect_status 0 "$ktrain" serve --local
 grep -qx "web: serving on http://127.0.0.1:$port (pid $pid1)" "$work/out" || fail "serving again replaced it: $(cat "$work/out")"
+# With image.build never built, a local service runs all the same (KTRAIN_LOCAL=1 as
+# --local): it uses no image; a cluster's serve would refuse it.
+cp ktrain.yaml web.yaml
+sed -i 's|^image: .*|image:\n  build:\n    base: docker.io/library/python:3.12-slim\n    repository: registry.example.com/ml/web|' ktrain.yaml
+KTRAIN_LOCAL=1 expect_status 0 "$ktrain" serve
+grep -qx "web: serving on http://127.0.0.1:$port (pid $pid1)" "$work/out" || fail "KTRAIN_LOCAL=1 serve of a project never built: $(cat "$work/out" "$work/err")"
+mv web.yaml ktrain.yaml
+echo "ok: a local service of a project with image.build, never built"
 expect_status 2 "$ktrain" scale web --replicas 2 --local
 grep -q "a local service is one process" "$work/err" || fail "scale --local: $(cat "$work/err")"
 expect_status 0 "$ktrain" version --local
