@@ -1,6 +1,11 @@
 #pragma once
 // The cluster backend: runs are Indexed Jobs (with a headless Service, a rendezvous
 // Secret and, for Volcano, a PodGroup) found again by their ktrain.dev/run label.
+// Its code, by verb: kube_submit.cc (submit) on kube_apply.cc (apply, the Secret);
+// kube_list.cc (list), kube_status.cc (status, a sweep's status), kube_logs.cc and
+// kube_follow.cc (logs, logs -f), kube_lifecycle.cc (delete, stop, resume),
+// kube_serve.cc (serve, scale, version); kube_backend.cc what they share (the
+// namespace, discovery of operators' APIs, finding a run by name).
 
 #include <condition_variable>
 #include <deque>

@@ -1,3 +1,5 @@
+// follow_kube_logs: a run's pods watched, and one log stream per rank followed to its
+// end and resumed after every drop, with no thread per stream.
 #include "backend/kube_follow.h"
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "backend/log_line.h"
 #include "base/error.h"
 #include "base/timefmt.h"
+#include "kube/pod_view.h"
 #include "kube/run_state.h"
 #include "kube/watch.h"
 #include "net/retry.h"
@@ -29,183 +32,13 @@ using nlohmann::json;
 
 namespace {
 
-std::int64_t to_ns(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
+using kube::ContainerState;
+using kube::PodView;
 
 std::chrono::system_clock::time_point from_ns(std::int64_t ns) {
   return std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::nanoseconds(ns)));
-}
-
-}  // namespace
-
-std::optional<std::int64_t> TimestampParser::parse(std::string_view ts) {
-  if (ts.size() < 20) return std::nullopt;
-  size_t pos = 19;
-  std::int64_t frac = 0;
-  if (ts[pos] == '.') {
-    ++pos;
-    int n = 0;
-    while (pos < ts.size() && ts[pos] >= '0' && ts[pos] <= '9') {
-      if (n < 9) frac = frac * 10 + (ts[pos] - '0');
-      ++n;
-      ++pos;
-    }
-    if (n == 0) return std::nullopt;
-    for (; n < 9; ++n) frac *= 10;
-  }
-  if (pos + 1 == ts.size() && (ts[pos] == 'Z' || ts[pos] == 'z')) {
-    const std::string_view second = ts.substr(0, 19);
-    if (second != second_) {
-      auto t = parse_rfc3339(std::string(second) + "Z");
-      if (!t) return std::nullopt;
-      second_ = std::string(second);
-      second_ns_ = to_ns(*t);
-    }
-    return second_ns_ + frac;
-  }
-  auto t = parse_rfc3339(ts);  // an offset instead of Z
-  if (!t) return std::nullopt;
-  return to_ns(*t);
-}
-
-void LineDedup::reconnect() {
-  if (!has_last_) return;
-  caught_up_ = false;
-  repeated_at_last_ = 0;
-}
-
-bool LineDedup::accept(std::int64_t ts) {
-  if (!caught_up_) {
-    if (ts < last_) return false;
-    if (ts == last_ && ++repeated_at_last_ <= delivered_at_last_) return false;
-    caught_up_ = true;
-  }
-  if (!has_last_ || ts > last_) {
-    has_last_ = true;
-    last_ = ts;
-    delivered_at_last_ = 1;
-  } else if (ts == last_) {
-    ++delivered_at_last_;
-  }
-  // ts < last_ on a connection that has caught up: out of order in the log itself;
-  // delivered, and the resume point stays where it is.
-  return true;
-}
-
-namespace {
-
-enum class ContainerState { kNone, kWaiting, kRunning, kTerminated };
-
-/// What the follower needs to know of a pod.
-struct PodView {
-  std::string name;
-  std::string created;     ///< creationTimestamp (RFC 3339, seconds: sorts as text)
-  std::uint64_t seen = 0;  ///< order of first sight: ties within a second (watch order)
-  int index = -1;
-  std::string container;  ///< whose log is followed
-  std::string phase;
-  ContainerState state = ContainerState::kNone;
-  bool deleted = false;
-  std::string blocked;       ///< why its container cannot start ("" when nothing is wrong)
-  std::string blocked_key;   ///< the kind of `blocked` (ImagePullBackOff counts as ErrImagePull)
-  std::string blocked_told;  ///< the blocked_key last told the user
-};
-
-ContainerState container_state(const json& pod, const std::string& container) {
-  auto st = pod.find("status");
-  if (st == pod.end() || !st->is_object()) return ContainerState::kNone;
-  auto cs = st->find("containerStatuses");
-  if (cs == st->end() || !cs->is_array()) return ContainerState::kNone;
-  for (const auto& c : *cs) {
-    if (!c.is_object() || c.value("name", "") != container) continue;
-    auto state = c.find("state");
-    if (state == c.end() || !state->is_object()) return ContainerState::kNone;
-    if (state->contains("terminated")) return ContainerState::kTerminated;
-    if (state->contains("running")) return ContainerState::kRunning;
-    if (state->contains("waiting")) return ContainerState::kWaiting;
-  }
-  return ContainerState::kNone;
-}
-
-/// Why `container` of `pod` cannot start, in words, and the kind of problem (for
-/// telling it once): a waiting reason other than the usual ones on the way to running,
-/// or an init container that cannot pull its image or failed. ("", "") when none.
-std::pair<std::string, std::string> blocked_start(const json& pod, const std::string& container) {
-  auto st = pod.find("status");
-  if (st == pod.end() || !st->is_object()) return {};
-  auto key_of = [](const std::string& reason) {
-    return reason == "ImagePullBackOff" ? std::string("ErrImagePull") : reason;
-  };
-  auto waiting_text = [](const json& w) {
-    std::string text = w.value("reason", "");
-    if (auto m = w.value("message", ""); !m.empty()) text += ": " + m;
-    return text;
-  };
-  if (auto cs = st->find("containerStatuses"); cs != st->end() && cs->is_array()) {
-    for (const auto& c : *cs) {
-      if (!c.is_object() || c.value("name", "") != container) continue;
-      auto state = c.find("state");
-      if (state == c.end() || !state->is_object()) break;
-      auto w = state->find("waiting");
-      if (w == state->end() || !w->is_object()) return {};
-      const std::string reason = w->value("reason", "");
-      if (!reason.empty() && reason != "ContainerCreating" && reason != "PodInitializing") {
-        return {waiting_text(*w), key_of(reason)};
-      }
-    }
-  }
-  if (auto ics = st->find("initContainerStatuses"); ics != st->end() && ics->is_array()) {
-    for (const auto& c : *ics) {
-      if (!c.is_object()) continue;
-      const std::string name = c.value("name", "");
-      auto state = c.find("state");
-      if (state == c.end() || !state->is_object()) return {};
-      if (auto t = state->find("terminated"); t != state->end() && t->is_object()) {
-        const int code = t->value("exitCode", 0);
-        if (code == 0) continue;
-        return {"init container " + name + " exited " + std::to_string(code),
-                "init:" + name + ":exit"};
-      }
-      auto w = state->find("waiting");
-      if (w == state->end() || !w->is_object()) return {};
-      const std::string reason = w->value("reason", "");
-      if (reason.empty() || reason == "PodInitializing") return {};
-      return {"init container " + name + ": " + waiting_text(*w),
-              "init:" + name + ":" + key_of(reason)};
-    }
-  }
-  return {};
-}
-
-/// What keeps `container` of `pod` from starting, as the kubelet says it: the waiting
-/// reason and message of the container, or of the init container that waits. ("", "")
-/// when it is not waiting for a reason.
-std::pair<std::string, std::string> waiting_reason(const json& pod, const std::string& container) {
-  auto st = pod.find("status");
-  if (st == pod.end() || !st->is_object()) return {};
-  auto of = [](const json& c) -> std::pair<std::string, std::string> {
-    auto state = c.find("state");
-    if (state == c.end() || !state->is_object()) return {};
-    auto w = state->find("waiting");
-    if (w == state->end() || !w->is_object()) return {};
-    return {w->value("reason", ""), w->value("message", "")};
-  };
-  if (auto ics = st->find("initContainerStatuses"); ics != st->end() && ics->is_array()) {
-    for (const auto& c : *ics) {
-      if (!c.is_object()) continue;
-      auto waiting = of(c);
-      if (!waiting.first.empty() && waiting.first != "PodInitializing") return waiting;
-    }
-  }
-  if (auto cs = st->find("containerStatuses"); cs != st->end() && cs->is_array()) {
-    for (const auto& c : *cs) {
-      if (c.is_object() && c.value("name", "") == container) return of(c);
-    }
-  }
-  return {};
 }
 
 /// Follows one run; see follow_kube_logs.
@@ -380,8 +213,7 @@ class Follower {
     if (uid.empty()) return;
     PodView& pv = pods_[uid];
     if (pv.seen == 0) pv.seen = ++seen_;
-    pv.name = md->value("name", "");
-    pv.created = md->value("creationTimestamp", "");
+    kube::read_pod_view(pv, pod, opts_.container);
     if (pv.index < 0) {
       pv.index = kube::pod_rank(pod);
       if (pv.index < 0) {
@@ -390,19 +222,10 @@ class Follower {
         pv.index = it->second;
       }
     }
-    if (auto st = pod.find("status"); st != pod.end() && st->is_object()) {
-      pv.phase = st->value("phase", "");
-    }
-    if (pv.container.empty()) {
-      pv.container = opts_.container.empty() ? kube::log_container(pod) : opts_.container;
-    }
-    const auto cs = container_state(pod, pv.container);
-    if (cs != ContainerState::kNone) pv.state = cs;
-    std::tie(pv.blocked, pv.blocked_key) = blocked_start(pod, pv.container);
     if (deleted) pv.deleted = true;
     if (opts_.on_waiting) {
       const auto [reason, message] =
-          deleted ? std::pair<std::string, std::string>() : waiting_reason(pod, pv.container);
+          deleted ? std::pair<std::string, std::string>() : kube::waiting_reason(pod, pv.container);
       opts_.on_waiting(pv.index, reason, message);
     }
   }
@@ -802,7 +625,7 @@ class Follower {
       const std::string phase =
           status && status->is_object() ? status->value("phase", "") : std::string();
       if ((phase == "Succeeded" || phase == "Failed") &&
-          container_state(*pod, st.container) != ContainerState::kTerminated) {
+          kube::container_state(*pod, st.container) != ContainerState::kTerminated) {
         return;  // ended without its container ever running: no log
       }
       st.phase = Phase::kSleeping;
@@ -814,7 +637,7 @@ class Follower {
       return;
     }
     update_pod(*pod, false);
-    if (container_state(*pod, st.container) == ContainerState::kTerminated) {
+    if (kube::container_state(*pod, st.container) == ContainerState::kTerminated) {
       last_line(st);
       return;
     }

@@ -6,8 +6,11 @@
 #include <filesystem>
 #include <ostream>
 
+#include "base/cuda.h"
 #include "base/error.h"
 #include "base/image_ref.h"
+#include "oci/publish.h"
+#include "render/render.h"
 
 namespace ktrain::cmd {
 
@@ -115,6 +118,34 @@ void save_built_image(Env& env, const std::string& project_dir, const oci::Built
     env.warn(std::string("could not record the build in ") + path + " (" + e.what() +
              "): render and submit will not find " + built.reference() +
              "; name it in image.ref, or use 'ktrain submit --build'");
+  }
+}
+
+void fill_cuda_from_image(Env& env, project::Project& project,
+                          const std::vector<std::string>& insecure_registries) {
+  const bool train = project.train && project.train->gpus > 0 && project.train->cuda.empty();
+  const bool serve = project.serve && project.serve->gpus > 0 && project.serve->cuda.empty();
+  if (!train && !serve) return;
+  auto note = [&env](const std::string& m) {
+    if (env.global.verbose > 0) *env.err << "ktrain: " << m << "\n";
+  };
+  std::string image;
+  try {
+    image = render::image_to_run(project, {});
+    auto need = oci::inspect_image_cuda(env, image, insecure_registries);
+    if (!need) {
+      note(image + " does not say which CUDA version it needs (no label " + kImageCudaLabel +
+           ", CUDA_VERSION or NVIDIA_REQUIRE_CUDA): set train.cuda to keep its pods off "
+           "nodes whose driver is too old");
+      return;
+    }
+    note("CUDA " + need->version.str() + " (from " + image + "'s " + need->source +
+         "): pods go only to nodes whose driver runs it");
+    if (train) project.train->cuda = need->version.str();
+    if (serve) project.serve->cuda = need->version.str();
+  } catch (const Error& e) {
+    note("the CUDA version that " + (image.empty() ? "the image" : image) + " needs is unknown (" +
+         e.what() + "); set train.cuda to keep its pods off nodes whose driver is too old");
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cmd/command.h"
 #include "oci/build_record.h"
@@ -43,5 +44,11 @@ std::optional<ImageChoice> use_built_image(Env& env, project::Project& p, bool s
 /// .ktrain/ with a .gitignore that keeps it out of git). A failure is a warning: the
 /// image is pushed either way, and build prints its reference.
 void save_built_image(Env& env, const std::string& project_dir, const oci::BuiltImage& built);
+
+/// When the project runs GPU pods and says no train.cuda / serve.cuda, sets them from
+/// what its image says (oci::inspect_image_cuda). Nothing is changed when the image says
+/// nothing or cannot be read; with -v, a note says which.
+void fill_cuda_from_image(Env& env, project::Project& project,
+                          const std::vector<std::string>& insecure_registries);
 
 }  // namespace ktrain::cmd

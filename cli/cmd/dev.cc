@@ -16,7 +16,6 @@
 #include "base/error.h"
 #include "base/random.h"
 #include "base/timefmt.h"
-#include "cmd/build.h"
 #include "cmd/built_image.h"
 #include "cmd/exec.h"
 #include "cmd/pod_target.h"

@@ -4,7 +4,6 @@
 #include <ostream>
 
 #include "base/error.h"
-#include "cmd/build.h"
 #include "cmd/built_image.h"
 #include "render/render.h"
 #include "render/targets/targets.h"

@@ -6,7 +6,6 @@
 #include "backend/kube_backend.h"
 #include "base/duration.h"
 #include "base/error.h"
-#include "cmd/build.h"
 #include "cmd/built_image.h"
 #include "cmd/project_flags.h"
 #include "cmd/run_common.h"

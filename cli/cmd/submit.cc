@@ -90,7 +90,7 @@ struct SubmitOptions {
       bo.platform = platform;
       bo.insecure_registries = insecure_registries;
       // The run uses the image by digest: exactly what was built, whatever tags move.
-      const BuildResult built = build_image(env, bo);
+      const oci::BuildResult built = build_image(env, bo);
       project.image.ref = built.reference;
       // What the image needs, as the build recorded it, unless the project says.
       if (!built.cuda.empty()) {

@@ -1,3 +1,5 @@
+// CurlTransport: requests on libcurl's multi interface, from one loop thread for the
+// requests started to run on their own (streams) and from the caller's for the rest.
 #include "net/curl_transport.h"
 
 #include <curl/curl.h>
@@ -18,299 +20,30 @@
 #include <string>
 #include <thread>
 
-#include "base/dynlib.h"
 #include "base/error.h"
+#include "net/curl_lib.h"
+#include "net/curl_transfer.h"
 
 namespace ktrain::net {
 
+using curl::classify;
+using curl::has_header;
+using curl::lib;
+using curl::on_body;
+using curl::on_header_line;
+using curl::on_read;
+using curl::on_seek;
+using curl::origin_of;
+using curl::release_tls_buffers;
+using curl::set_protocols;
+using curl::split_url;
+using curl::Transfer;
+using curl::UrlParts;
+
 namespace {
 
-/// libcurl, loaded when the first transport is made rather than when ktrain starts:
-/// libcurl brings some thirty shared libraries, and the verbs that never touch the
-/// network (render, validate, init, completion, version) would pay for loading and
-/// relocating all of them on every run.
-struct CurlLib {
-  CURLcode (*global_init)(long) = nullptr;
-  CURL* (*easy_init)() = nullptr;
-  void (*easy_cleanup)(CURL*) = nullptr;
-  void (*easy_reset)(CURL*) = nullptr;
-  CURLcode (*easy_setopt)(CURL*, CURLoption, ...) = nullptr;
-  CURLcode (*easy_getinfo)(CURL*, CURLINFO, ...) = nullptr;
-  const char* (*easy_strerror)(CURLcode) = nullptr;
-  CURLM* (*multi_init)() = nullptr;
-  CURLMcode (*multi_cleanup)(CURLM*) = nullptr;
-  CURLMcode (*multi_setopt)(CURLM*, CURLMoption, ...) = nullptr;
-  CURLMcode (*multi_add_handle)(CURLM*, CURL*) = nullptr;
-  CURLMcode (*multi_remove_handle)(CURLM*, CURL*) = nullptr;
-  CURLMcode (*multi_perform)(CURLM*, int*) = nullptr;
-  CURLMcode (*multi_poll)(CURLM*, struct curl_waitfd[], unsigned int, int, int*) = nullptr;
-  CURLMsg* (*multi_info_read)(CURLM*, int*) = nullptr;
-  CURLMcode (*multi_wakeup)(CURLM*) = nullptr;
-  CURLSH* (*share_init)() = nullptr;
-  CURLSHcode (*share_setopt)(CURLSH*, CURLSHoption, ...) = nullptr;
-  CURLSHcode (*share_cleanup)(CURLSH*) = nullptr;
-  curl_slist* (*slist_append)(curl_slist*, const char*) = nullptr;
-  void (*slist_free_all)(curl_slist*) = nullptr;
-  curl_version_info_data* (*version_info)(CURLversion) = nullptr;
-  /// OpenSSL's SSL_CTX_ctrl, reached through libcurl's own dependencies when libcurl
-  /// runs on OpenSSL (else nullptr): sets SSL_MODE_RELEASE_BUFFERS on lean streams.
-  long (*ssl_ctx_ctrl)(void*, int, long, void*) = nullptr;
-};
-
-/// Loads libcurl (once) and calls curl_global_init; throws Error when it cannot.
-const CurlLib& load_curl() {
-  return load_library_once<CurlLib>(
-      "libcurl.so.4", "install libcurl4 (Debian/Ubuntu) or libcurl (Fedora), 7.77 or newer",
-      [](DynamicLibrary& dl, CurlLib& l) {
-        dl.bind(l.global_init, "curl_global_init");
-        dl.bind(l.easy_init, "curl_easy_init");
-        dl.bind(l.easy_cleanup, "curl_easy_cleanup");
-        dl.bind(l.easy_reset, "curl_easy_reset");
-        dl.bind(l.easy_setopt, "curl_easy_setopt");
-        dl.bind(l.easy_getinfo, "curl_easy_getinfo");
-        dl.bind(l.easy_strerror, "curl_easy_strerror");
-        dl.bind(l.multi_init, "curl_multi_init");
-        dl.bind(l.multi_cleanup, "curl_multi_cleanup");
-        dl.bind(l.multi_setopt, "curl_multi_setopt");
-        dl.bind(l.multi_add_handle, "curl_multi_add_handle");
-        dl.bind(l.multi_remove_handle, "curl_multi_remove_handle");
-        dl.bind(l.multi_perform, "curl_multi_perform");
-        dl.bind(l.multi_poll, "curl_multi_poll");
-        dl.bind(l.multi_info_read, "curl_multi_info_read");
-        dl.bind(l.multi_wakeup, "curl_multi_wakeup");
-        dl.bind(l.share_init, "curl_share_init");
-        dl.bind(l.share_setopt, "curl_share_setopt");
-        dl.bind(l.share_cleanup, "curl_share_cleanup");
-        dl.bind(l.slist_append, "curl_slist_append");
-        dl.bind(l.slist_free_all, "curl_slist_free_all");
-        dl.bind(l.version_info, "curl_version_info");
-        if (!dl.ok()) return;
-        l.global_init(CURL_GLOBAL_DEFAULT);
-        const curl_version_info_data* v = l.version_info(CURLVERSION_NOW);
-        if (v && v->ssl_version && std::string_view(v->ssl_version).substr(0, 8) == "OpenSSL/") {
-          dl.bind_optional(l.ssl_ctx_ctrl, "SSL_CTX_ctrl");
-        }
-      });
-}
-
-/// The loaded libcurl; only called once a CurlTransport exists (it loaded it).
-const CurlLib& lib() {
-  static const CurlLib& l = load_curl();
-  return l;
-}
-
 void global_init() {
-  load_curl();
-}
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
-}
-
-TransportFailure classify(CURLcode code) {
-  switch (code) {
-    case CURLE_OK:
-      return TransportFailure::kNone;
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-      return TransportFailure::kResolve;
-    case CURLE_COULDNT_CONNECT:
-      return TransportFailure::kConnect;
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-    case CURLE_SSL_INVALIDCERTSTATUS:
-    case CURLE_SSL_CRL_BADFILE:
-    case CURLE_SSL_ENGINE_INITFAILED:
-    case CURLE_SSL_ENGINE_NOTFOUND:
-    case CURLE_SSL_ENGINE_SETFAILED:
-    case CURLE_SSL_SHUTDOWN_FAILED:
-    case CURLE_USE_SSL_FAILED:
-      return TransportFailure::kTls;
-    case CURLE_OPERATION_TIMEDOUT:
-      return TransportFailure::kTimeout;
-    case CURLE_GOT_NOTHING:
-    case CURLE_RECV_ERROR:
-    case CURLE_SEND_ERROR:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_HTTP3:
-      return TransportFailure::kDropped;
-    case CURLE_WRITE_ERROR:
-    case CURLE_ABORTED_BY_CALLBACK:
-      return TransportFailure::kAborted;
-    default:
-      return TransportFailure::kOther;
-  }
-}
-
-/// The schemes a transfer may use, and those a redirect may go to ("http,https").
-/// CURLOPT_PROTOCOLS_STR came with libcurl 7.85; older ones take the bit masks.
-void set_protocols(CURL* e, const char* allowed, const char* redirects) {
-  if (lib().easy_setopt(e, CURLOPT_PROTOCOLS_STR, allowed) == CURLE_OK &&
-      lib().easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, redirects) == CURLE_OK) {
-    return;
-  }
-  auto mask = [](std::string_view list) {
-    long m = 0;
-    while (!list.empty()) {
-      const std::string_view name = list.substr(0, list.find(','));
-      if (name == "http") m |= CURLPROTO_HTTP;
-      if (name == "https") m |= CURLPROTO_HTTPS;
-      list.remove_prefix(std::min(list.size(), name.size() + 1));
-    }
-    return m;
-  };
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  lib().easy_setopt(e, CURLOPT_PROTOCOLS, mask(allowed));
-  lib().easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, mask(redirects));
-#pragma GCC diagnostic pop
-}
-
-/// Splits a URL into scheme, authority (host[:port]) and the rest.
-struct UrlParts {
-  std::string scheme, host, port, rest;
-};
-
-UrlParts split_url(const std::string& url) {
-  UrlParts p;
-  auto s = url.find("://");
-  if (s == std::string::npos) return p;
-  p.scheme = url.substr(0, s);
-  auto start = s + 3;
-  auto end = url.find_first_of("/?#", start);
-  std::string authority =
-      url.substr(start, end == std::string::npos ? std::string::npos : end - start);
-  p.rest = end == std::string::npos ? "" : url.substr(end);
-  if (auto at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);
-  auto colon = authority.rfind(':');
-  if (colon != std::string::npos && authority.find(']', colon) == std::string::npos) {
-    p.host = authority.substr(0, colon);
-    p.port = authority.substr(colon + 1);
-  } else {
-    p.host = authority;
-  }
-  if (p.port.empty()) p.port = p.scheme == "https" ? "443" : "80";
-  return p;
-}
-
-/// One request in flight.
-struct Transfer {
-  const Request* req = nullptr;
-  Response resp;
-  CURL* easy = nullptr;
-  curl_slist* headers = nullptr;
-  curl_slist* connect_to = nullptr;
-  std::string url;
-  std::uint64_t read_offset = 0;
-  bool headers_delivered = false;
-  bool aborted = false;
-  bool too_large = false;         ///< the body passed Request::max_body_bytes
-  bool short_body = false;        ///< body_reader ended before body_length
-  bool refused_redirect = false;  ///< a redirect to a scheme not allowed (set_protocols)
-  bool in_flight = false;
-  bool done = false;  ///< finished (lean streams: set by the loop thread, under its mutex)
-  std::array<char, CURL_ERROR_SIZE> errbuf{};
-  /// Started with CurlTransport::start: the request it owns, and who gets the answer
-  /// (the loop deletes the transfer after calling it).
-  std::unique_ptr<Request> owned;
-  std::function<void(Response)> on_done;
-
-  void deliver_headers() {
-    if (headers_delivered) return;
-    headers_delivered = true;
-    if (req->on_headers) req->on_headers(resp.status, resp.headers);
-  }
-};
-
-size_t on_header_line(char* data, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  std::string_view line(data, size * n);
-  if (line.substr(0, 5) == "HTTP/") {
-    // A new response begins (after 1xx, a redirect, or a proxy's CONNECT answer).
-    t->resp.headers.clear();
-    auto sp = line.find(' ');
-    if (sp != std::string_view::npos) {
-      try {
-        t->resp.status = std::stoi(std::string(line.substr(sp + 1, 3)));
-      } catch (const std::exception&) {
-        t->resp.status = 0;
-      }
-    }
-    return size * n;
-  }
-  auto colon = line.find(':');
-  if (colon != std::string_view::npos) {
-    t->resp.headers.emplace_back(trim(line.substr(0, colon)), trim(line.substr(colon + 1)));
-  }
-  return size * n;
-}
-
-size_t on_body(char* data, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  long code = 0;
-  lib().easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
-  if (code > 0) t->resp.status = static_cast<int>(code);
-  t->deliver_headers();
-  std::string_view chunk(data, size * n);
-  if (t->req->on_data) {
-    if (!t->req->on_data(chunk)) {
-      t->aborted = true;
-      return 0;
-    }
-    return size * n;
-  }
-  const std::size_t max = t->req->max_body_bytes;
-  curl_off_t announced = -1;
-  if (t->resp.body.empty() &&
-      lib().easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced) == CURLE_OK &&
-      announced > 0 && static_cast<std::uint64_t>(announced) > max) {
-    t->too_large = true;  // by its Content-Length: not a byte of it is read
-    return 0;
-  }
-  if (!append_capped(t->resp.body, chunk, max)) {
-    t->too_large = true;
-    return 0;
-  }
-  return size * n;
-}
-
-size_t on_read(char* buf, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  size_t got = t->req->body_reader(t->read_offset, buf, size * n);
-  t->read_offset += got;
-  const std::int64_t length = t->req->body_length;
-  if (got == 0 && length >= 0 && t->read_offset < static_cast<std::uint64_t>(length)) {
-    // The body ended before the length announced (a file that shrank): stop, rather
-    // than wait with the server for bytes that will not come.
-    t->short_body = true;
-    return CURL_READFUNC_ABORT;
-  }
-  return got;
-}
-
-int on_seek(void* user, curl_off_t offset, int origin) {
-  auto* t = static_cast<Transfer*>(user);
-  if (origin != SEEK_SET || offset < 0) return CURL_SEEKFUNC_CANTSEEK;
-  t->read_offset = static_cast<std::uint64_t>(offset);
-  return CURL_SEEKFUNC_OK;
-}
-
-/// CURLOPT_SSL_CTX_FUNCTION of lean streams: OpenSSL frees a connection's read and
-/// write buffers (some 34 KiB) whenever they are empty, rather than keeping them.
-CURLcode release_tls_buffers(CURL*, void* ssl_ctx, void*) {
-  constexpr int kSslCtrlMode = 33;             // SSL_CTRL_MODE
-  constexpr long kSslModeReleaseBuffers = 16;  // SSL_MODE_RELEASE_BUFFERS
-  lib().ssl_ctx_ctrl(ssl_ctx, kSslCtrlMode, kSslModeReleaseBuffers, nullptr);
-  return CURLE_OK;
+  lib();
 }
 
 constexpr long kLeanUploadBufferBytes = 16384;  // libcurl's smallest
@@ -318,16 +51,6 @@ constexpr long kLeanUploadBufferBytes = 16384;  // libcurl's smallest
 // few log lines at a time. (Over HTTP/2 it stays at libcurl's 16 KiB: libcurl 7.88
 // copies whole HTTP/2 frames, up to 16 KiB, into it, and overruns a smaller one.)
 constexpr long kLeanHttp1ReceiveBufferBytes = 4096;
-
-/// "scheme://host:port" of a URL.
-std::string origin_of(const std::string& url) {
-  UrlParts p = split_url(url);
-  return p.scheme + "://" + p.host + ":" + p.port;
-}
-
-bool has_header(const Headers& h, std::string_view name) {
-  return std::any_of(h.begin(), h.end(), [&](const auto& kv) { return iequals(kv.first, name); });
-}
 
 }  // namespace
 
