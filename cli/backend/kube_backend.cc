@@ -109,6 +109,15 @@ KubeBackend::KubeBackend(kube::Client& client, Env& env) : client_(client), env_
 KubeBackend::KubeBackend(std::unique_ptr<kube::Connection> connection, Env& env)
     : connection_(std::move(connection)), client_(connection_->client()), env_(env) {}
 
+render::KubeVersion KubeBackend::kube_version() {
+  if (!kube_version_) {
+    const json v = with_context("asking the API server for its version",
+                                [&] { return client_.get("/version"); });
+    kube_version_ = render::kube_version_of(v).value_or(render::kNewestTested);
+  }
+  return *kube_version_;
+}
+
 std::string KubeBackend::namespace_for(const project::Project& project) const {
   if (!env_.global.namespace_.empty()) {
     if (!project.namespace_.empty() && project.namespace_ != env_.global.namespace_) {

@@ -23,6 +23,7 @@
 #include "base/env.h"
 #include "kube/client.h"
 #include "kube/connection.h"
+#include "render/kube_version.h"
 #include "render/targets/targets.h"
 
 namespace ktrain::backend {
@@ -170,6 +171,10 @@ class KubeBackend : public Backend {
   std::optional<RunObject> find_first(const std::vector<Lookup>& kinds, const std::string& ns,
                                       const std::string& name);
 
+  /// The API server's Kubernetes release (its /version, asked once), which submit and
+  /// dev render for; the newest tested when the answer names none.
+  render::KubeVersion kube_version();
+
   /// The namespace requests go to: -n, else the project's, else the context's.
   std::string namespace_for(const project::Project& project) const;
 
@@ -185,6 +190,7 @@ class KubeBackend : public Backend {
   RunStatus describe(const std::string& ns, const std::string& run, const nlohmann::json& job,
                      const std::vector<nlohmann::json>& pods);
 
+  std::optional<render::KubeVersion> kube_version_;
   std::unique_ptr<kube::Connection> connection_;
   kube::Client& client_;
   Env& env_;

@@ -36,6 +36,7 @@ SubmitResult KubeBackend::submit(const project::Project& project, const SubmitOp
   require_api(target.api, "train.target", target.name);
   render::RenderOptions ro;
   ro.run_id = opts.run_id.empty() ? random_run_id() : opts.run_id;
+  ro.kube_version = kube_version();  // what the server serves is rendered, nothing more
   const auto names = render::run_names(project, ro.run_id);
   const std::set<std::string> runs(names.begin(), names.end());
   if (project.train->sweep_parallel > 0 && !opts.run_id.empty()) {

@@ -42,6 +42,18 @@ bool is_dns1123_subdomain(std::string_view s) {
   }
 }
 
+bool is_domain_path(std::string_view s) {
+  const auto slash = s.find('/');
+  if (slash == std::string_view::npos || slash + 1 == s.size()) return false;
+  if (!is_dns1123_subdomain(s.substr(0, slash))) return false;
+  for (const char c : s.substr(slash + 1)) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    std::string_view("-._~!$&'()*+,;=:@%/").find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
 bool is_label_key(std::string_view s) {
   auto slash = s.find('/');
   if (slash == std::string_view::npos) return is_qualified_name_part(s);

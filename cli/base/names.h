@@ -13,6 +13,11 @@ bool is_dns1123_label(std::string_view s);
 /// A DNS-1123 subdomain: dot-separated DNS-1123 labels, at most 253 characters.
 bool is_dns1123_subdomain(std::string_view s);
 
+/// A domain-prefixed path, as Kubernetes' managedBy fields take it: a DNS-1123
+/// subdomain, '/', then one or more characters of a URL path (RFC 3986), like
+/// kueue.x-k8s.io/multikueue.
+bool is_domain_path(std::string_view s);
+
 /// A Kubernetes label (or annotation) key: [prefix/]name, prefix a DNS-1123 subdomain,
 /// name 1-63 of [A-Za-z0-9-_.] starting and ending alphanumeric.
 bool is_label_key(std::string_view s);

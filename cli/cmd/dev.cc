@@ -267,7 +267,9 @@ struct DevOptions {
   std::vector<std::string> create(Env& env, backend::KubeBackend& be, project::Project& project,
                                   const std::string& ns, bool server_dry_run) {
     fill_cuda_from_image(env, project, {});
-    render::Rendered r = render::render_dev(project, settings, {});
+    render::RenderOptions ro;
+    ro.kube_version = be.kube_version();  // the API server's release
+    render::Rendered r = render::render_dev(project, settings, ro);
     for (const auto& w : r.warnings) env.warn(w);
     for (auto& o : r.objects) {
       if (o["metadata"].is_object() && !o["metadata"].contains("namespace")) {

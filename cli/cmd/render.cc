@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "cmd/built_image.h"
+#include "render/kube_version.h"
 #include "render/render.h"
 #include "render/targets/targets.h"
 
@@ -21,6 +22,13 @@ void RenderCommandOptions::validate() const {
   if (output != "yaml" && output != "json") {
     throw UsageError("-o " + output + ": render prints yaml or json");
   }
+  if (!kube_version.empty()) {
+    const auto v = render::parse_kube_version(kube_version);
+    if (!v || v->major != 1) {
+      throw UsageError("--kube-version " + kube_version + ": expected a Kubernetes release like " +
+                       render::kNewestTested.str());
+    }
+  }
 }
 
 int RenderCommandOptions::run(Env& env) const {
@@ -32,12 +40,29 @@ int RenderCommandOptions::run(Env& env) const {
   ro.strict = strict;
   ro.templates_dir = templates_dir;
   ro.fs = env.fs;
+  if (!kube_version.empty()) {
+    ro.kube_version = *render::parse_kube_version(kube_version);
+    if (auto w = render::untested_release(ro.kube_version); !w.empty()) {
+      env.warn("--kube-version " + kube_version + ": " + w);
+    }
+  }
   render::Rendered r = render::render_project(p, ro);
   for (const auto& w : r.warnings) env.warn(w);
   // The same bytes for the same project and run id, with no secret in them: the
   // rendezvous Secret is made by submit, not printed (a Job's pods do without it).
   note_rendezvous_secret(env, p);
-  *env.out << (output == "json" ? render::to_json(r.objects) : render::to_yaml(r.objects));
+  // Which release the objects are for: a comment in YAML, a note on stderr with JSON.
+  const std::string assumed =
+      "rendered for Kubernetes " + ro.kube_version.str() +
+      (kube_version.empty()
+           ? ", the newest release ktrain is tested against (--kube-version sets another)"
+           : " (--kube-version)");
+  if (output == "json") {
+    if (!env.global.quiet) *env.err << "ktrain: " << assumed << "\n";
+    *env.out << render::to_json(r.objects);
+  } else {
+    *env.out << "# " << assumed << "\n" << render::to_yaml(r.objects);
+  }
   env.out->flush();
   return exit_code::kOk;
 }
@@ -71,6 +96,11 @@ void add_render_command(CLI::App& app, Env& env, CommandResult& result) {
       ->type_name("HOST");
   sub->add_option("--run-id", opts->run_id,
                   "The run id in names (<name>-<id>); default: stable, derived from the project");
+  sub->add_option("--kube-version", opts->kube_version,
+                  "Render for this Kubernetes release (1.N): fields it does not serve are left "
+                  "out. Default: the newest release ktrain is tested against (" +
+                      render::kNewestTested.str() + "); submit renders for the API server's")
+      ->type_name("1.N");
   sub->callback([opts, &env, &result] {
     opts->complete(env);
     opts->validate();

@@ -18,10 +18,12 @@ struct RenderCommandOptions {
   std::string output;          ///< "yaml" or "json" (from the global -o)
   bool inspect_image = false;  ///< --inspect-image: the image's CUDA version from its registry
   std::vector<std::string> insecure_registries;  ///< --insecure-registry HOST
+  std::string kube_version;  ///< --kube-version 1.N: the release to render for ("" = newest tested)
 
   /// Fills defaults from the global flags (-o).
   void complete(const Env& env);
-  /// Throws UsageError for an output format render cannot print.
+  /// Throws UsageError for an output format render cannot print, or a --kube-version
+  /// that is no release.
   void validate() const;
   /// Renders and prints on env.out; warnings go to env.err. Returns the exit status.
   int run(Env& env) const;

@@ -1,7 +1,6 @@
 #include "cmd/version.h"
 
 #include <memory>
-#include <optional>
 #include <ostream>
 #include <string>
 
@@ -9,26 +8,11 @@
 
 #include "base/error.h"
 #include "cmd/run_common.h"
+#include "render/kube_version.h"
 
 namespace ktrain::cmd {
 
 namespace {
-
-/// The Kubernetes releases the test suite runs against (tests/fixtures/k8s): the oldest
-/// the project supports and the newest it has tried.
-constexpr int kOldestTestedMinor = 32;
-constexpr int kNewestTestedMinor = 36;
-
-/// The minor version of a /version answer ("36", or "36+" as some distributions say).
-std::optional<int> minor_of(const nlohmann::ordered_json& sv) {
-  if (sv.value("major", "") != "1") return std::nullopt;
-  const std::string m = sv.value("minor", "");
-  int n = 0;
-  size_t i = 0;
-  for (; i < m.size() && i < 4 && m[i] >= '0' && m[i] <= '9'; ++i) n = n * 10 + (m[i] - '0');
-  if (i == 0) return std::nullopt;
-  return n;
-}
 
 struct VersionOptions {
   bool server = false;
@@ -52,17 +36,10 @@ struct VersionOptions {
       for (auto it = answer.begin(); it != answer.end(); ++it) j[it.key()] = it.value();
       if (j.contains("serverVersion")) {
         const auto& sv = j["serverVersion"];
-        j["testedVersions"] = {{"oldest", "1." + std::to_string(kOldestTestedMinor)},
-                               {"newest", "1." + std::to_string(kNewestTestedMinor)}};
-        const auto minor = minor_of(sv);
-        if (minor && (*minor < kOldestTestedMinor || *minor > kNewestTestedMinor)) {
-          env.warn("the API server is Kubernetes 1." + std::to_string(*minor) +
-                   (*minor < kOldestTestedMinor
-                        ? ", older than 1." + std::to_string(kOldestTestedMinor) +
-                              ", the oldest ktrain is tested against: some of what it renders "
-                              "may be refused or ignored there"
-                        : ", newer than 1." + std::to_string(kNewestTestedMinor) +
-                              ", the newest ktrain is tested against"));
+        j["testedVersions"] = {{"oldest", render::kOldestTested.str()},
+                               {"newest", render::kNewestTested.str()}};
+        if (const auto v = render::kube_version_of(sv)) {
+          if (auto w = render::untested_release(*v); !w.empty()) env.warn("the API server is " + w);
         }
       }
     }

@@ -98,6 +98,11 @@ Json kind_schema(const KeySpec& k) {
       return {{"type", "string"}, {"pattern", "^(?!(.*/)?\\.\\.(/|$))/[^:]*$"}};
     case K::kHttpPath:
       return {{"type", "string"}, {"pattern", "^/"}};
+    case K::kDomainPath: {
+      Json j = text(kDnsSubdomain + "/[-A-Za-z0-9._~!$&'()*+,;=:@%/]+");
+      j["maxLength"] = k.max_length;
+      return j;
+    }
     case K::kWhole: {
       // Quoted digits are read as the number too.
       Json j = {{"type", {"integer", "string"}}, {"minimum", k.min}};

@@ -89,6 +89,13 @@ void ProjectParser::cross_checks(const Value& root, const Project& p) {
         c_.add(field(*s, "gang")->origin, "scheduling.gang",
                "kueue needs scheduling.queue (the LocalQueue that admits the job)");
   }
+  if (p.scheduling.managed_by == "kueue.x-k8s.io/multikueue" && p.scheduling.queue.empty()) {
+    if (const Value* s = field(root, "scheduling"))
+      if (const Value* m = field(*s, "managedBy"))
+        c_.add(m->origin, "scheduling.managedBy",
+               "MultiKueue dispatches only what a Kueue queue admits: set scheduling.queue "
+               "(a LocalQueue whose ClusterQueue has the MultiKueue admission check)");
+  }
   for (std::size_t i = 0; i < p.patches.size(); ++i) {
     const std::string& kind = p.patches[i].first;
     std::string missing;

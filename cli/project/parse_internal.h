@@ -279,6 +279,12 @@ class Checker {
                     std::string("a DNS-1123 name (") + kNameRule + ", and '.')");
   }
 
+  std::optional<std::string> domain_path(const Value& v, const std::string& path, std::size_t max,
+                                         const std::string& example) {
+    return dns_name(v, path, max, example, is_domain_path,
+                    "a domain-prefixed path (a DNS-1123 name, '/', then URL path characters)");
+  }
+
   /// A name of at most `max` characters that `valid` accepts (`what` says which rule).
   std::optional<std::string> dns_name(const Value& v, const std::string& path, std::size_t max,
                                       const std::string& example, bool (*valid)(std::string_view),

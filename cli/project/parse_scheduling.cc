@@ -1,4 +1,4 @@
-// ktrain.yaml: scheduling (queue, priority, gang, node selection, tolerations).
+// ktrain.yaml: scheduling (queue, priority, gang, node selection, tolerations, managedBy).
 
 #include "project/parse_internal.h"
 
@@ -22,6 +22,9 @@ void ProjectParser::scheduling(const Value& v, Scheduling& s) {
   if (const Value* x = field(v, "runtimeClass"))
     if (auto n = c_.dns_subdomain(*x, "scheduling.runtimeClass", 253, "nvidia"))
       s.runtime_class = *n;
+  if (const Value* x = field(v, "managedBy"))
+    if (auto n = c_.domain_path(*x, "scheduling.managedBy", 63, "kueue.x-k8s.io/multikueue"))
+      s.managed_by = *n;
 }
 
 void ProjectParser::tolerations(const Value& v, std::vector<Toleration>& out) {

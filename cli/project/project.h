@@ -126,6 +126,9 @@ struct Scheduling {
   bool tolerations_set =
       false;  ///< the user wrote `tolerations` (even empty): no default GPU toleration
   std::string runtime_class;
+  /// The controller that runs the run's workload instead of its own (spec.managedBy; for
+  /// MultiKueue, kueue.x-k8s.io/multikueue); "" = its own.
+  std::string managed_by;
 };
 
 /// `launcher`: how the training container gets /opt/ktrain/bin/ktrain-launch.

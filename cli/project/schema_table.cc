@@ -318,6 +318,13 @@ std::vector<SectionSpec> make_sections() {
             .max_length = 253,
             .description = "A RuntimeClass name, such as nvidia.",
             .example = R"("nvidia")"},
+           {.name = "managedBy",
+            .kind = K::kDomainPath,
+            .max_length = 63,
+            .description = "The controller that runs the workload instead of its own "
+                           "(spec.managedBy): kueue.x-k8s.io/multikueue dispatches it to "
+                           "another cluster (needs queue).",
+            .example = R"("kueue.x-k8s.io/multikueue")"},
        }},
       {"toleration",
        "A toleration of a node taint.",

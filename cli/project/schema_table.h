@@ -24,6 +24,7 @@ enum class ValueKind {
   kScalar,         ///< a string, number or boolean, kept as written (command items)
   kAbsolutePath,   ///< an absolute path without '..' or ':'
   kHttpPath,       ///< an HTTP path, starting with '/'
+  kDomainPath,     ///< a domain-prefixed path like acme.io/foo, at most `max_length` characters
   kWhole,          ///< a whole number from `min` to `max`
   kBoolean,        ///< true or false
   kEnum,           ///< one of `values`

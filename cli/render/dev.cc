@@ -88,6 +88,8 @@ project::Project dev_project(const project::Project& project, const DevSettings&
   // A dev pod is where a broken GPU or NCCL gets looked at: nothing checks them first.
   t.preflight = "off";
   p.serve.reset();
+  // The dev pod runs on this cluster, where exec and port-forward reach it.
+  p.scheduling.managed_by.clear();
   std::erase_if(p.labels, [](const auto& kv) { return kv.first == kLabelDev; });
   p.labels.insert(p.labels.begin(), {kLabelDev, "true"});
   return p;

@@ -436,7 +436,8 @@ std::vector<std::string> render_each(const project::Project& project, const Rend
                             image,
                             &warnings,
                             launcher_plan(project, image),
-                            &options.started};
+                            &options.started,
+                            options.kube_version};
 
   // Each object is finished (nulls pruned, patches applied) and handed over before the
   // next run is rendered.

@@ -20,6 +20,7 @@
 
 #include "project/project.h"
 #include "project/sweep.h"
+#include "render/kube_version.h"
 #include "render/yaml_json.h"
 
 namespace ktrain {
@@ -76,6 +77,9 @@ struct RenderOptions {
   /// Runs of a sweep with train.sweep.parallel that have been started already (a
   /// submit again with the same run id): rendered as started, never as waiting.
   std::set<std::string> started;
+  /// The Kubernetes release rendered for: the API server's at submit, --kube-version
+  /// (default the newest tested) at render. Fields it does not serve are left out.
+  KubeVersion kube_version = kNewestTested;
 };
 
 /// The result of a render: the objects, in apply order, and warnings for stderr.

@@ -427,6 +427,24 @@ ordered_json train_pod_template(const RenderContext& ctx, const std::string& run
   return tmpl;
 }
 
+void set_job_policies(const RenderContext& ctx, ordered_json& job_spec) {
+  if (has_feature(ctx.kube_version, KubeFeature::kPodReplacementPolicy)) {
+    job_spec["podReplacementPolicy"] = "Failed";
+  }
+}
+
+std::string job_managed_by(const RenderContext& ctx) {
+  const std::string& m = ctx.project.scheduling.managed_by;
+  if (m.empty()) return m;
+  if (!has_feature(ctx.kube_version, KubeFeature::kJobManagedBy)) {
+    throw UsageError("scheduling.managedBy: Kubernetes " + ctx.kube_version.str() +
+                     " does not serve the Job field spec.managedBy (it is on from " +
+                     feature_since(KubeFeature::kJobManagedBy).str() +
+                     "): the API server would drop it and run the Job itself");
+  }
+  return m;
+}
+
 ordered_json common_labels(const project::Project& project, const std::string& run,
                            const std::string& sweep) {
   ordered_json labels = ordered_json::object();

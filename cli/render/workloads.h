@@ -26,7 +26,17 @@ struct RenderContext {
   std::vector<std::string>* warnings;              ///< where problems that are not fatal go
   LauncherPlan launcher;                           ///< how training pods get ktrain-launch
   const std::set<std::string>* started = nullptr;  ///< RenderOptions::started
+  KubeVersion kube_version = kNewestTested;        ///< RenderOptions::kube_version
 };
+
+/// What a training Job's spec (the job target's, a JobSet's replicated Job's) gets of
+/// the release rendered for: podReplacementPolicy Failed where it is served.
+void set_job_policies(const RenderContext& ctx, nlohmann::ordered_json& job_spec);
+
+/// scheduling.managedBy for a Job's spec.managedBy; "" when not set. Throws UsageError
+/// when the release rendered for does not serve the field (the server would drop it and
+/// run the Job itself).
+std::string job_managed_by(const RenderContext& ctx);
 
 /// The labels of every object (and pod) of run `run`: ktrain's, then the project's.
 /// `sweep` is the sweep label's value, "" when not a sweep.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Golden files: every example renders, without warnings, to exactly
 # tests/golden/<example>.yaml (with the fixed run id "golden"), twice in a row
-# byte for byte, with no Secret and no token in it.
+# byte for byte, with no Secret and no token in it; --kube-version: the release named,
+# its fields, and the refusal of one the project needs.
 # KTRAIN_UPDATE_GOLDEN=1 rewrites the golden files on purpose.
 set -euo pipefail
 src=${KTRAIN_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -95,6 +96,43 @@ for g in "$golden"/*.yaml; do
   name=$(basename "$g" .yaml)
   [ -f "$src/examples/$name/ktrain.yaml" ] || fail "tests/golden/$name.yaml has no example"
 done
+
+# The release rendered for (--kube-version): named in the output; what it lacks is
+# left out, or refused when the project needs it.
+hello=$src/examples/hello-ddp/ktrain.yaml
+"$ktrain" render -f "$hello" --run-id golden >"$tmp/newest.yaml" 2>/dev/null
+head -n 1 "$tmp/newest.yaml" | grep -qx '# rendered for Kubernetes 1.36, the newest release ktrain is tested against (--kube-version sets another)' ||
+  fail "render does not say which release it rendered for: $(head -n 1 "$tmp/newest.yaml")"
+grep -q '^  podReplacementPolicy: Failed$' "$tmp/newest.yaml" || fail "no podReplacementPolicy for 1.36"
+if "$ktrain" render -f "$hello" --run-id golden --kube-version v1.28.4 >"$tmp/old.yaml" 2>"$tmp/old.err"; then
+  head -n 1 "$tmp/old.yaml" | grep -qx '# rendered for Kubernetes 1.28 (--kube-version)' ||
+    fail "--kube-version 1.28: $(head -n 1 "$tmp/old.yaml")"
+  grep -q 'podReplacementPolicy' "$tmp/old.yaml" && fail "--kube-version 1.28 renders podReplacementPolicy (off before 1.29)"
+  grep -q 'older than 1.32, the oldest ktrain is tested against' "$tmp/old.err" ||
+    fail "--kube-version 1.28 gave no warning: $(cat "$tmp/old.err")"
+  # Nothing else differs.
+  diff <(tail -n +2 "$tmp/newest.yaml" | grep -v 'podReplacementPolicy') <(tail -n +2 "$tmp/old.yaml") >/dev/null ||
+    fail "--kube-version 1.28 changed more than podReplacementPolicy"
+else
+  fail "--kube-version v1.28.4 failed: $(cat "$tmp/old.err")"
+fi
+set +e
+"$ktrain" render -f "$hello" --kube-version 2.x >/dev/null 2>"$tmp/bad.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q -- '--kube-version 2.x: expected a Kubernetes release like 1.36' "$tmp/bad.err" ||
+  fail "--kube-version 2.x: exit $rc, $(cat "$tmp/bad.err")"
+set +e
+"$ktrain" render -f "$hello" --kube-version 1.31 --set scheduling.queue=team-a \
+  --set scheduling.managedBy=kueue.x-k8s.io/multikueue >"$tmp/mk.yaml" 2>"$tmp/mk.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && [ ! -s "$tmp/mk.yaml" ] && grep -q 'scheduling.managedBy: Kubernetes 1.31 does not serve the Job field spec.managedBy (it is on from 1.32)' "$tmp/mk.err" ||
+  fail "managedBy for 1.31: exit $rc, $(cat "$tmp/mk.err")"
+"$ktrain" render -f "$hello" --kube-version 1.32 --set scheduling.queue=team-a \
+  --set scheduling.managedBy=kueue.x-k8s.io/multikueue >"$tmp/mk.yaml" 2>/dev/null ||
+  fail "managedBy for 1.32 refused"
+grep -q '^  managedBy: kueue.x-k8s.io/multikueue$' "$tmp/mk.yaml" || fail "managedBy for 1.32 not rendered"
 
 [ "$failures" -eq 0 ] || { echo "golden: $failures failure(s)"; exit 1; }
 echo "golden: all $examples examples and $target_golden target renderings match"

@@ -46,7 +46,7 @@ admin DELETE /_test/requests >/dev/null
 run="$("$ktrain" -v submit --run-id h2 2>"$work/submit.log")" || fail "submit: $(cat "$work/submit.log")"
 cat "$work/submit.log"
 expect_eq "$run" "h2demo-h2" "submit prints the run name"
-expect_eq "$(grep -c '^I ' "$work/submit.log")" "4" "submit: 4 requests (Service, Secret owned by it, Job, the Job made owner of the Service)"
+expect_eq "$(grep -c '^I ' "$work/submit.log")" "5" "submit: 5 requests (the server's release, Service, Secret owned by it, Job, the Job made owner of the Service)"
 expect_eq "$(grep '^I ' "$work/submit.log" | grep -vc '(HTTP/2)$' || true)" "0" "submit: every request over HTTP/2"
 expect_eq "$(api_curl /apis/batch/v1/namespaces/default/jobs/h2demo-h2 | json 'd["spec"]["completions"]')" "2" "the Job is on the server"
 

@@ -145,7 +145,7 @@ expect_eq "$(admin GET /_test/requests | json 'len(d)')" "0" "dry-run=client sen
 k_ok "dry-run=server" submit -f ok.yaml --run-id s --dry-run=server -o json
 expect_eq "$(json 'd["objects"]' <<<"$out")" '["service/ok-s", "secret/ok-s-rdzv", "job.batch/ok-s"]' "dry-run=server: the objects the server accepted"
 expect_eq "$(admin GET /_test/requests | json 'sorted((r["method"], r["path"].split("/")[-1] if r["method"]=="PATCH" else r["path"].split("/")[-1], "dryRun=All" in r["query"], r["status"]) for r in d)')" \
-  '[["PATCH", "ok-s", true, 201], ["PATCH", "ok-s", true, 201], ["POST", "secrets", true, 201]]' "dry-run=server: every request with dryRun=All"
+  '[["GET", "version", false, 200], ["PATCH", "ok-s", true, 201], ["PATCH", "ok-s", true, 201], ["POST", "secrets", true, 201]]' "dry-run=server: every write with dryRun=All (and /version read, to render for the server's release)"
 expect_eq "$(http_code "$bns/jobs/ok-s") $(http_code "$ns/services/ok-s") $(http_code "$ns/secrets/ok-s-rdzv")" "404 404 404" "dry-run=server creates nothing"
 k submit -f ok.yaml --dry-run=server --wait
 expect_eq "$rc" "2" "--dry-run with --wait: exit 2"

@@ -39,6 +39,8 @@ ordered_json job(const detail::RenderContext& ctx, const std::string& run,
   if (queued) spec["suspend"] = true;
   if (t.deadline_s) spec["activeDeadlineSeconds"] = *t.deadline_s;
   if (t.ttl_s) spec["ttlSecondsAfterFinished"] = *t.ttl_s;
+  detail::set_job_policies(ctx, spec);
+  if (auto m = detail::job_managed_by(ctx); !m.empty()) spec["managedBy"] = m;
 
   detail::TrainPodWiring w;
   w.master_addr = run + "-0." + run;

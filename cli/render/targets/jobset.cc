@@ -28,6 +28,8 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
   auto& spec = js["spec"];
   if (queued) spec["suspend"] = true;
   if (t.ttl_s) spec["ttlSecondsAfterFinished"] = *t.ttl_s;
+  // Another controller (MultiKueue) runs the set: a field of the JobSet, not of a Job.
+  if (!p.scheduling.managed_by.empty()) spec["managedBy"] = p.scheduling.managed_by;
   spec["network"] = {{"enableDNSHostnames", true}, {"publishNotReadyAddresses", true}};
   spec["failurePolicy"] = {{"maxRestarts", t.restarts}};
 
@@ -39,6 +41,7 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
   job_spec["backoffLimit"] = 0;  // a failed node restarts the set (failurePolicy)
   if (t.deadline_s) job_spec["activeDeadlineSeconds"] = *t.deadline_s;
   job_spec.erase("ttlSecondsAfterFinished");
+  detail::set_job_policies(ctx, job_spec);
   detail::TrainPodWiring w;
   w.master_addr = run + "-node-0-0." + run;
   w.rank_env.push_back(detail::env_from_field(

@@ -16,6 +16,7 @@ KubeflowJob kubeflow_job(const detail::RenderContext& ctx, const char* file, con
   if (t.deadline_s) rp["activeDeadlineSeconds"] = *t.deadline_s;
   if (t.ttl_s) rp["ttlSecondsAfterFinished"] = *t.ttl_s;
   if (queued) rp["suspend"] = true;
+  if (!s.managed_by.empty()) rp["managedBy"] = s.managed_by;  // MultiKueue runs it
   if (s.gang == "volcano") {
     // The operator makes the PodGroup itself when its gang scheduler is Volcano.
     ordered_json sp = {{"minAvailable", t.nodes}};

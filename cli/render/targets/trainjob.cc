@@ -38,6 +38,7 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
   auto& spec = tj["spec"];
   if (queued) spec["suspend"] = true;
   if (t.deadline_s) spec["activeDeadlineSeconds"] = *t.deadline_s;
+  if (!p.scheduling.managed_by.empty()) spec["managedBy"] = p.scheduling.managed_by;
   spec["runtimeRef"] = {{"name", project::trainjob_runtime(t)}};
 
   detail::TrainPodWiring w;

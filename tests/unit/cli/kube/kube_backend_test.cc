@@ -22,6 +22,7 @@ namespace {
 struct FakeApi {
   std::map<std::string, json> objects;  // path -> object
   int creates = 0, applies = 0, merges = 0;
+  std::string minor = "36";  ///< the release /version names
 
   static std::string content_type(const net::Request& r) {
     for (const auto& [k, v] : r.headers) {
@@ -53,6 +54,10 @@ struct FakeApi {
 
   net::Response handle(const net::Request& r) {
     const auto path = kube_test::path_of(r.url);
+    if (r.method == "GET" && path == "/version") {
+      return kube_test::json_response(
+          200, {{"major", "1"}, {"minor", minor}, {"gitVersion", "v1." + minor + ".3"}});
+    }
     if (r.method == "PATCH" && content_type(r) == "application/merge-patch+json") {
       ++merges;
       if (!objects.count(path)) return kube_test::status_response(404, "NotFound", "not found");
@@ -139,14 +144,17 @@ TEST_CASE("kube backend: submit applies Service, then Secret, then Job, with the
   REQUIRE(r.runs == std::vector<std::string>{"demo-abc12"});
   CHECK(r.objects == std::vector<std::string>{"service/demo-abc12", "secret/demo-abc12-rdzv",
                                               "job.batch/demo-abc12"});
-  // Dependency order: one perform_all per step; the Secret is created owned by the
-  // Service (never patched, read or listed); last, the Job becomes the Service's owner.
-  REQUIRE(f.tr.requests.size() == 4);
-  CHECK(kube_test::path_of(f.tr.requests[0].url) == "/api/v1/namespaces/ml/services/demo-abc12");
-  CHECK(f.tr.requests[1].method == "POST");
-  CHECK(kube_test::path_of(f.tr.requests[1].url) == "/api/v1/namespaces/ml/secrets");
-  CHECK(kube_test::path_of(f.tr.requests[2].url) == "/apis/batch/v1/namespaces/ml/jobs/demo-abc12");
-  CHECK(kube_test::path_of(f.tr.requests[3].url) == "/api/v1/namespaces/ml/services/demo-abc12");
+  // First the server's release (what to render for); then dependency order: one
+  // perform_all per step; the Secret is created owned by the Service (never patched,
+  // read or listed); last, the Job becomes the Service's owner.
+  REQUIRE(f.tr.requests.size() == 5);
+  CHECK(f.tr.requests[0].method == "GET");
+  CHECK(kube_test::path_of(f.tr.requests[0].url) == "/version");
+  CHECK(kube_test::path_of(f.tr.requests[1].url) == "/api/v1/namespaces/ml/services/demo-abc12");
+  CHECK(f.tr.requests[2].method == "POST");
+  CHECK(kube_test::path_of(f.tr.requests[2].url) == "/api/v1/namespaces/ml/secrets");
+  CHECK(kube_test::path_of(f.tr.requests[3].url) == "/apis/batch/v1/namespaces/ml/jobs/demo-abc12");
+  CHECK(kube_test::path_of(f.tr.requests[4].url) == "/api/v1/namespaces/ml/services/demo-abc12");
   CHECK(f.tr.perform_all_calls == 4);
   CHECK(f.api.merges == 1);
   for (const auto& sent : f.tr.requests) {
@@ -154,7 +162,8 @@ TEST_CASE("kube backend: submit applies Service, then Secret, then Job, with the
   }
   // The answers are only checked: each request asks for the metadata only, with plain
   // JSON as the fallback.
-  for (const auto& sent : f.tr.requests) {
+  for (const auto& sent :
+       std::vector<net::Request>(f.tr.requests.begin() + 1, f.tr.requests.end())) {
     auto accept = std::find_if(sent.headers.begin(), sent.headers.end(),
                                [](const auto& h) { return h.first == "Accept"; });
     REQUIRE(accept != sent.headers.end());
@@ -187,6 +196,41 @@ TEST_CASE("kube backend: submit applies Service, then Secret, then Job, with the
   CHECK(!job["metadata"].contains("ownerReferences"));
 }
 
+TEST_CASE("kube backend: submit renders for the server's release, asked once") {
+  Fixture f;
+  backend::SubmitOptions o;
+  o.run_id = "abc12";
+  f.kb.submit(demo_project(), o);
+  const auto& job = f.api.objects.at("/apis/batch/v1/namespaces/ml/jobs/demo-abc12");
+  CHECK(job["spec"]["podReplacementPolicy"] == "Failed");
+  o.run_id = "abc13";
+  f.kb.submit(demo_project(), o);
+  CHECK(std::count_if(f.tr.requests.begin(), f.tr.requests.end(), [](const net::Request& r) {
+          return kube_test::path_of(r.url) == "/version";
+        }) == 1);
+
+  // A release that would drop spec.managedBy: refused before anything is sent.
+  Fixture old;
+  old.api.minor = "31";
+  auto p = demo_project();
+  p.scheduling.queue = "team-a";
+  p.scheduling.managed_by = "kueue.x-k8s.io/multikueue";
+  try {
+    old.kb.submit(p, o);
+    FAIL("submitted a managedBy that 1.31 drops");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("Kubernetes 1.31 does not serve") != std::string::npos);
+  }
+  CHECK(old.tr.requests.size() == 1);  // the /version alone
+  CHECK(old.api.objects.empty());
+  // 1.32 serves it: the Job is left to MultiKueue.
+  Fixture beta;
+  beta.api.minor = "32";
+  beta.kb.submit(p, o);
+  CHECK(beta.api.objects.at("/apis/batch/v1/namespaces/ml/jobs/demo-abc13")["spec"]["managedBy"] ==
+        "kueue.x-k8s.io/multikueue");
+}
+
 TEST_CASE("kube backend: no owner patch without the Job's uid, nor in a server dry run") {
   Fixture f;
   // An answer without metadata.uid (a proxy that strips bodies): nothing to own by.
@@ -204,7 +248,7 @@ TEST_CASE("kube backend: no owner patch without the Job's uid, nor in a server d
   o.dry_run_server = true;
   g.kb.submit(demo_project(), o);
   CHECK(g.api.merges == 0);
-  CHECK(g.tr.requests.size() == 3);
+  CHECK(g.tr.requests.size() == 4);  // /version, then the three objects
 }
 
 TEST_CASE("kube backend: submitting the same run twice changes nothing and keeps the token") {
@@ -226,7 +270,10 @@ TEST_CASE("kube backend: --dry-run=server sends dryRun=All and persists nothing"
   auto r = f.kb.submit(demo_project(), o);
   CHECK(r.objects.size() == 3);
   CHECK(f.api.objects.empty());
-  for (const auto& req : f.tr.requests) CHECK(kube_test::query_param(req.url, "dryRun") == "All");
+  REQUIRE(kube_test::path_of(f.tr.requests.at(0).url) == "/version");  // asked, nothing sent
+  for (size_t i = 1; i < f.tr.requests.size(); ++i) {
+    CHECK(kube_test::query_param(f.tr.requests[i].url, "dryRun") == "All");
+  }
 }
 
 TEST_CASE("kube backend: a sweep submits every run; each gets its own Secret") {

@@ -597,3 +597,25 @@ TEST_CASE("parse: suggestions are keys valid where the user is") {
             .find("serve.shm: mounts /dev/shm, which serve.volumes[0] also mounts") !=
         std::string::npos);
 }
+
+TEST_CASE("parse: scheduling.managedBy is a domain-prefixed path; MultiKueue needs a queue") {
+  auto p = parse(std::string(kMinimal) +
+                 "scheduling:\n  queue: team-a\n  managedBy: kueue.x-k8s.io/multikueue\n");
+  CHECK(p.scheduling.managed_by == "kueue.x-k8s.io/multikueue");
+  CHECK(parse(std::string(kMinimal) + "scheduling:\n  managedBy: acme.io/batch-controller\n")
+            .scheduling.managed_by == "acme.io/batch-controller");
+  CHECK(parse(kMinimal).scheduling.managed_by.empty());
+  CHECK(problem(std::string(kMinimal) + "scheduling:\n  managedBy: multikueue\n") ==
+        "ktrain.yaml:6:14: scheduling.managedBy: expected a domain-prefixed path (a DNS-1123 "
+        "name, '/', then URL path characters) like kueue.x-k8s.io/multikueue, found "
+        "\"multikueue\"");
+  CHECK(problem(std::string(kMinimal) + "scheduling:\n  managedBy: Kueue.io/x\n")
+            .find("expected a domain-prefixed path") != std::string::npos);
+  CHECK(problem(std::string(kMinimal) + "scheduling:\n  managedBy: acme.io/" +
+                std::string(60, 'a') + "\n")
+            .find("at most 63 characters") != std::string::npos);
+  CHECK(problem(std::string(kMinimal) + "scheduling:\n  managedBy: kueue.x-k8s.io/multikueue\n") ==
+        "ktrain.yaml:6:14: scheduling.managedBy: MultiKueue dispatches only what a Kueue queue "
+        "admits: set scheduling.queue (a LocalQueue whose ClusterQueue has the MultiKueue "
+        "admission check)");
+}

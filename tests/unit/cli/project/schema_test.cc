@@ -67,6 +67,7 @@ std::vector<std::string> context(const std::string& key_path) {
       {"serve.model.format",
        {"serve.target=kserve", "serve.runtime=triton", "serve.model.uri=s3://m/x"}},
       {"serve.nodes", {"serve.target=lws"}},
+      {"scheduling.managedBy", {"scheduling.queue=team-a"}},
       {"scheduling.tolerations[0].tolerationSeconds",
        {"scheduling.tolerations[0].effect=NoExecute"}},
   };
