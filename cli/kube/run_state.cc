@@ -510,7 +510,12 @@ RunStatus describe_run(const json& job, const std::vector<json>& pods,
                rank.reason == "CreateContainerError" || rank.reason == "RunContainerError") {
       config_error.add(rank.message.empty() ? rank.reason : rank.message, i);
     } else if (rank.reason == "OOMKilled") {
-      oom.add("", i);
+      // The limit it passed, from the pod's spec (the kubelet's status does not say).
+      std::string limit;
+      if (const json* c = train_container_spec(at_path(pod, {"spec"}), log_container(pod))) {
+        limit = str(*c, {"resources", "limits", "memory"});
+      }
+      oom.add(limit, i);
     } else if (rank.phase == "Failed" && rank.exit_code && *rank.exit_code == kExitCudaDriver &&
                !rank.message.empty()) {
       // ktrain-launch's refusal names the node and both versions: said as it is.
@@ -608,10 +613,11 @@ RunStatus describe_run(const json& job, const std::vector<json>& pods,
   for (const auto& msg : config_error.order) {
     rs.explanations.push_back(format_ranks(config_error.ranks[msg]) + " cannot start: " + msg);
   }
-  for (const auto& msg : oom.order) {
-    rs.explanations.push_back(format_ranks(oom.ranks[msg]) +
-                              " ran out of memory and was killed (OOMKilled): raise train.memory "
-                              "or lower the batch size");
+  for (const auto& limit : oom.order) {
+    rs.explanations.push_back(format_ranks(oom.ranks[limit]) + " ran out of memory" +
+                              (limit.empty() ? "" : " (limit " + limit + ")") +
+                              " and was killed (OOMKilled): raise train.memory or lower the "
+                              "batch size");
   }
   for (const auto& msg : failed.order) {
     rs.explanations.push_back(format_ranks(failed.ranks[msg]) + " failed with " + msg);

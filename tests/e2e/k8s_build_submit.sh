@@ -15,7 +15,15 @@ for t in docker-registry skopeo umoci busybox; do
   command -v "$t" >/dev/null || fail "$t is not installed (scripts/setup installs it)"
 done
 source "$KTRAIN_SOURCE/tests/fixtures/registry/registry.sh"
-trap 'rc=$?; registry_stop; (exit $rc); k8s_test_cleanup' EXIT
+# (start_cluster sets its own EXIT trap, which calls CLUSTER_ON_EXIT.)
+build_submit_cleanup() {
+  local rc=$?
+  registry_stop
+  (exit "$rc")
+  k8s_test_cleanup
+}
+CLUSTER_ON_EXIT=build_submit_cleanup
+trap build_submit_cleanup EXIT
 registry_start "$work/reg"
 make_base_image "$work" "docker://$REGISTRY/base:1"
 export KTRAIN_CACHE_DIR=$work/cache SOURCE_DATE_EPOCH=1700000000

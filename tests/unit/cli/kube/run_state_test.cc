@@ -173,8 +173,25 @@ TEST_CASE("run state: OOMKilled ranks and failed exit codes are explained") {
   CHECK(st.ranks[0].exit_code == 137);
   CHECK(st.ranks[0].reason == "OOMKilled");
   REQUIRE(st.explanations.size() == 2);
-  CHECK(st.explanations[0].find("rank 0 ran out of memory") == 0);
+  CHECK(st.explanations[0] ==
+        "rank 0 ran out of memory and was killed (OOMKilled): raise train.memory or lower the "
+        "batch size");
   CHECK(st.explanations[1] == "rank 2 failed with exit code 3 (Error)");
+
+  // With a limit in the pod's spec: the limit it passed, ranks grouped by it.
+  auto limited = [&](const std::string& name, int index, const std::string& limit) {
+    json p = pod(name, index, oom);
+    p["spec"]["containers"][0]["resources"] = {{"limits", {{"memory", limit}}}};
+    return p;
+  };
+  st = ktrain::kube::describe_run(
+      failed_job, {limited("r-0", 0, "24Mi"), limited("r-1", 1, "24Mi"), limited("r-2", 2, "1Gi")},
+      {});
+  REQUIRE(st.explanations.size() == 2);
+  CHECK(st.explanations[0] ==
+        "ranks 0, 1 ran out of memory (limit 24Mi) and was killed (OOMKilled): raise "
+        "train.memory or lower the batch size");
+  CHECK(st.explanations[1].find("rank 2 ran out of memory (limit 1Gi)") == 0);
 }
 
 TEST_CASE("run state: a quota FailedCreate event on the Job explains missing pods") {

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# On a real node: the kubelet, containerd and runc (tests/fixtures/k8s/real_node.bash)
+# joined to the real control plane, in a network namespace of the test's own, pulling
+# from a real registry with the pull policy ktrain renders. What users run, end to end:
+# `ktrain build` (busybox-static base, ktrain-launch baked in) then `submit --follow`
+# of a run through ktrain-launch (one node, then two that meet by the headless
+# Service's names, which a DNS stand-in answers), status, logs, exec and port-forward (through the API
+# server to the kubelet), top from the kubelet's /stats/summary, a stock image with the
+# launcher from the launcher image, the numeric-user default that the kubelet's runAsNonRoot check accepts, a
+# container killed at its memory limit explained by status, and delete leaving nothing.
+# Our node agent serves the other k8s_* tests; this one uses the real node because
+# these are what a kubelet decides.
+set -euo pipefail
+source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
+real_node_netns "$@"
+source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
+require_k8s
+start_cluster --real-node
+cd "$work"
+export KTRAIN_CACHE_DIR=$work/cache SOURCE_DATE_EPOCH=1700000000
+echo "node $NODE_NAME Ready; registry $REGISTRY"
+
+echo "== build, then submit --follow on the kubelet"
+mkdir -p proj
+cat >proj/work.sh <<'SH'
+echo "rank $KTRAIN_RANK of $KTRAIN_WORLD_SIZE as $(id -u) in $(pwd)"
+# A holding rank serves its workspace on 8080 (for port-forward).
+[ "${HOLD:-0}" = 0 ] || busybox httpd -p 8080 -h /workspace
+exec sleep "${HOLD:-0}"
+SH
+cat >proj/ktrain.yaml <<YAML
+name: real
+image:
+  build:
+    base: $REGISTRY/busybox:1
+    repository: $REGISTRY/team/real
+train:
+  command: [sh, work.sh]
+  framework: none
+  nodes: 1
+  gpus: 0
+  preflight: "off"
+YAML
+"$ktrain" build -f proj/ktrain.yaml >built 2>build.err || { cat build.err; fail "ktrain build"; }
+ref=$(cat built)
+[[ $ref =~ ^$REGISTRY/team/real@sha256:[0-9a-f]{64}$ ]] || fail "build printed '$ref'"
+k_ok "submit --follow" submit -f proj/ktrain.yaml --run-id a --follow --timeout 120s
+expect_contains "$out" "[rank 0] rank 0 of 1 as 1000 in /workspace" "the rank's line, as user 1000 in the workspace"
+k_ok "status" status real-a -o json
+expect_eq "$(json 'd["state"], d["image"]' <<<"$out")" "('Succeeded', '$ref')" "status: succeeded, the image build pushed"
+expect_eq "$(kubectl get pod -l ktrain.dev/run=real-a -o jsonpath='{.items[0].status.containerStatuses[0].imageID}')" \
+  "$ref" "the kubelet ran the digest build pushed"
+k_ok "logs" logs real-a
+expect_contains "$out" "rank 0 of 1 as 1000" "logs of the finished run, from the kubelet"
+
+echo "== two nodes: the ranks meet through the headless Service's names"
+k_ok "submit --follow of 2 nodes" submit -f proj/ktrain.yaml --set train.nodes=2 --run-id b --follow --timeout 120s
+expect_contains "$out" "[rank 0] rank 0 of 2 as 1000" "rank 0's line"
+expect_contains "$out" "[rank 1] rank 1 of 2 as 1000" "rank 1's line: it found rank 0 by real-b-0.real-b"
+k_ok "status of the 2-node run" status real-b -o json
+expect_eq "$(json 'd["state"], [r["index"] for r in d["ranks"]]' <<<"$out")" "('Succeeded', [0, 1])" "status: both ranks succeeded"
+
+echo "== exec into a running rank, through the API server to the kubelet"
+sed -i 's/^  preflight: "off"$/  preflight: "off"\n  env: {HOLD: "120"}/' proj/ktrain.yaml
+k_ok "submit a holding run" submit -f proj/ktrain.yaml --run-id h
+wait_state real-h Running 90
+k_ok "exec" exec real-h -- sh -c 'echo in-pod $(id -u) $JOB_COMPLETION_INDEX'
+expect_eq "$out" "in-pod 1000 0" "exec ran in the rank's container"
+
+echo "== port-forward to the rank, through the API server to the kubelet"
+"$ktrain" port-forward real-h :8080 >pf.out 2>pf.err &
+pf_pid=$!
+port=""
+for _ in $(seq 1 100); do
+  port="$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) -> 8080$/\1/p' pf.out | head -1)"
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || fail "port-forward printed no port: $(cat pf.out pf.err)"
+expect_eq "$(curl -sS -m 10 "http://127.0.0.1:$port/work.sh" | head -1)" \
+  "$(head -1 proj/work.sh)" "a file of the workspace, served in the pod, through port-forward"
+kill "$pf_pid" 2>/dev/null; wait "$pf_pid" 2>/dev/null || true
+
+echo "== top from the kubelet's /stats/summary (no metrics-server here)"
+k8s_wait "the kubelet's first figures for the rank" 60 sh -c "'$ktrain' top real-h -o json >top.json"
+expect_eq "$(json '[r["rank"] for r in d["ranks"]], d["ranks"][0]["memoryBytes"] > 0' <top.json)" \
+  "([0], True)" "top: the rank's memory, from the kubelet"
+k_ok "delete real-h" delete real-h
+
+echo "== a stock image: the launcher comes from the launcher image, by an init container"
+"$ktrain" build --launcher-image "$REGISTRY/ktrain-launch:test" >launcher.built 2>launcher.err ||
+  { cat launcher.err; fail "ktrain build --launcher-image"; }
+cat >proj/stock.yaml <<YAML
+name: stock
+image: $REGISTRY/busybox:1
+train:
+  command: [sh, -c, 'echo stock rank \$KTRAIN_RANK of \$KTRAIN_WORLD_SIZE']
+  framework: none
+  nodes: 1
+  gpus: 0
+  preflight: "off"
+launcher:
+  image: $REGISTRY/ktrain-launch:test
+YAML
+k_ok "submit --follow of a stock image" submit -f proj/stock.yaml --run-id a --follow --timeout 120s
+expect_contains "$out" "[rank 0] stock rank 0 of 1" "the stock image ran through the injected launcher"
+expect_eq "$(kubectl get pod -l ktrain.dev/run=stock-a -o jsonpath='{.items[0].status.initContainerStatuses[0].state.terminated.exitCode}')" \
+  "0" "the launcher's init container copied it"
+
+echo "== a memory limit the rank passes: OOMKilled, explained"
+cat >proj/oom.yaml <<YAML
+name: oom
+image: $ref
+train:
+  command: [sh, -c, 'x=a; while :; do x=\$x\$x; done']
+  framework: none
+  nodes: 1
+  gpus: 0
+  memory: 24Mi
+  preflight: "off"
+launcher:
+  inject: never
+YAML
+k submit -f proj/oom.yaml --run-id a --wait --timeout 120s
+expect_eq "$rc" 1 "a run killed at its memory limit fails (exit 1)"
+k_ok "status of the OOMKilled run" status oom-a
+expect_contains "$out" "Why:        rank 0 ran out of memory (limit 24Mi) and was killed (OOMKilled)" \
+  "status: OOMKilled, with the limit it passed"
+
+echo "== delete leaves nothing"
+k_ok "delete real-a" delete real-a
+k_ok "delete real-b" delete real-b
+k_ok "delete oom-a" delete oom-a
+k_ok "delete stock-a" delete stock-a
+k8s_wait "nothing of the runs to be left" 90 sh -c \
+  "[ -z \"\$(kubectl get pods,services,jobs,secrets -l 'ktrain.dev/run in (real-a,real-b,real-h,oom-a,stock-a)' -o name 2>/dev/null)\" ]"
+echo "PASS"
