@@ -15,6 +15,16 @@ source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
 real_node_netns "$@"
 source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
 require_k8s
+# ktrain-launch runs inside the images, which have no libraries: a static one. The
+# sanitizer build's is dynamic (the sanitizers need their runtime), so there the images
+# get the -O2 build's (scripts/test builds build/ first) while ktrain itself is the
+# sanitizer build's.
+if grep -q "^KTRAIN_SANITIZE:BOOL=ON" "$KTRAIN_BUILD/CMakeCache.txt" 2>/dev/null; then
+  static_launch="$(cd "$KTRAIN_SOURCE" && pwd)/build/ktrain-launch"
+  { [ -x "$static_launch" ] && file "$static_launch" | grep -q "statically linked"; } ||
+    k8s_skip "the sanitizer build's ktrain-launch is dynamic, and there is no static one at $static_launch (scripts/test builds build/ first)"
+  export KTRAIN_LAUNCH_PATH=$static_launch
+fi
 start_cluster --real-node
 cd "$work"
 export KTRAIN_CACHE_DIR=$work/cache SOURCE_DATE_EPOCH=1700000000
