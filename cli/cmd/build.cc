@@ -51,7 +51,7 @@ oci::BuildSettings BuildOptions::settings() const {
 oci::BuildResult build_image(Env& env, const BuildOptions& opts) {
   const project::Project proj = opts.project.load(env);
   oci::BuildResult result = oci::build_project_image(env, proj, opts.settings());
-  if (!result.repository.empty()) {
+  if (opts.oci_layout.empty()) {
     // Recorded beside the project: render and submit run this digest from now on.
     oci::BuiltImage built;
     built.repository = result.repository;

@@ -13,6 +13,7 @@ namespace ktrain::cmd {
 
 void RenderCommandOptions::complete(const Env& env) {
   output = env.global.output.empty() ? "yaml" : env.global.output;
+  if (!kube_version.empty()) kube_release = render::parse_kube_version(kube_version);
 }
 
 void RenderCommandOptions::validate() const {
@@ -23,8 +24,7 @@ void RenderCommandOptions::validate() const {
     throw UsageError("-o " + output + ": render prints yaml or json");
   }
   if (!kube_version.empty()) {
-    const auto v = render::parse_kube_version(kube_version);
-    if (!v || v->major != 1) {
+    if (!kube_release || kube_release->major != 1) {
       throw UsageError("--kube-version " + kube_version + ": expected a Kubernetes release like " +
                        render::kNewestTested.str());
     }
@@ -40,8 +40,8 @@ int RenderCommandOptions::run(Env& env) const {
   ro.strict = strict;
   ro.templates_dir = templates_dir;
   ro.fs = env.fs;
-  if (!kube_version.empty()) {
-    ro.kube_version = *render::parse_kube_version(kube_version);
+  if (kube_release) {
+    ro.kube_version = *kube_release;
     if (auto w = render::untested_release(ro.kube_version); !w.empty()) {
       env.warn("--kube-version " + kube_version + ": " + w);
     }

@@ -1,11 +1,13 @@
 #pragma once
 // `ktrain render`: prints the Kubernetes objects that the project file stands for.
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cmd/command.h"
 #include "cmd/project_flags.h"
+#include "render/kube_version.h"
 
 namespace ktrain::cmd {
 
@@ -19,8 +21,10 @@ struct RenderCommandOptions {
   bool inspect_image = false;  ///< --inspect-image: the image's CUDA version from its registry
   std::vector<std::string> insecure_registries;  ///< --insecure-registry HOST
   std::string kube_version;  ///< --kube-version 1.N: the release to render for ("" = newest tested)
+  /// kube_version read by complete(); nullopt when not given or not a release.
+  std::optional<render::KubeVersion> kube_release;
 
-  /// Fills defaults from the global flags (-o).
+  /// Fills defaults from the global flags (-o), and reads --kube-version.
   void complete(const Env& env);
   /// Throws UsageError for an output format render cannot print, or a --kube-version
   /// that is no release.

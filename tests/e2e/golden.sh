@@ -104,6 +104,12 @@ hello=$src/examples/hello-ddp/ktrain.yaml
 head -n 1 "$tmp/newest.yaml" | grep -qx '# rendered for Kubernetes 1.36, the newest release ktrain is tested against (--kube-version sets another)' ||
   fail "render does not say which release it rendered for: $(head -n 1 "$tmp/newest.yaml")"
 grep -q '^  podReplacementPolicy: Failed$' "$tmp/newest.yaml" || fail "no podReplacementPolicy for 1.36"
+# With -o json, the output is only JSON: the release is said on stderr.
+"$ktrain" render -f "$hello" --run-id golden -o json >"$tmp/newest.json" 2>"$tmp/newest.err" ||
+  fail "render -o json failed: $(cat "$tmp/newest.err")"
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/newest.json" || fail "render -o json is not JSON"
+grep -qx 'ktrain: rendered for Kubernetes 1.36, the newest release ktrain is tested against (--kube-version sets another)' "$tmp/newest.err" ||
+  fail "render -o json does not say the release on stderr: $(cat "$tmp/newest.err")"
 if "$ktrain" render -f "$hello" --run-id golden --kube-version v1.28.4 >"$tmp/old.yaml" 2>"$tmp/old.err"; then
   head -n 1 "$tmp/old.yaml" | grep -qx '# rendered for Kubernetes 1.28 (--kube-version)' ||
     fail "--kube-version 1.28: $(head -n 1 "$tmp/old.yaml")"
