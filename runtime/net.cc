@@ -23,19 +23,43 @@ int64_t now_ms() {
   return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
-int listen_tcp(int port) {
+namespace {
+
+int bind_listen(in_addr_t ip, int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) throw LaunchError(exit_status::kRendezvous, errno_message("socket"));
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_addr.s_addr = ip;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 1024) != 0) {
-    std::string msg = errno_message("cannot listen on rendezvous port " + std::to_string(port));
+    const int err = errno;
     ::close(fd);
-    throw LaunchError(exit_status::kRendezvous, msg);
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+int listen_tcp(int port, const std::string& ipv4) {
+  in_addr ip{};
+  int fd = -1;
+  if (!ipv4.empty() && ::inet_pton(AF_INET, ipv4.c_str(), &ip) == 1) {
+    fd = bind_listen(ip.s_addr, port);
+    if (fd < 0 && errno != EADDRNOTAVAIL) {
+      throw LaunchError(exit_status::kRendezvous,
+                        errno_message("cannot listen on rendezvous port " + std::to_string(port) +
+                                      " of " + ipv4));
+    }
+  }
+  if (fd < 0) fd = bind_listen(htonl(INADDR_ANY), port);
+  if (fd < 0) {
+    throw LaunchError(exit_status::kRendezvous,
+                      errno_message("cannot listen on rendezvous port " + std::to_string(port)));
   }
   return fd;
 }

@@ -13,9 +13,12 @@ namespace ktrain::launch {
 /// Milliseconds on the monotonic clock.
 int64_t now_ms();
 
-/// Listens on 0.0.0.0:`port` (non-blocking, close-on-exec); throws LaunchError(76)
-/// when the port cannot be bound.
-int listen_tcp(int port);
+/// Listens on `ipv4`:`port` (non-blocking, close-on-exec): the pod's own address, so
+/// that pods sharing a network (hostNetwork, or a node whose pods share the host's)
+/// each have their port. An empty `ipv4`, one that is no IPv4 address, or one that is
+/// not this host's (EADDRNOTAVAIL) listens on 0.0.0.0. Throws LaunchError(76) when the
+/// port cannot be bound.
+int listen_tcp(int port, const std::string& ipv4 = "");
 
 /// Connects to `ipv4`:`port` within `timeout_ms`. Returns the non-blocking fd, or
 /// -1 with errno set (ECONNREFUSED, ETIMEDOUT, ...).

@@ -136,7 +136,7 @@ std::string client_proof(const std::string& secret, const std::string& run,
 
 RendezvousServer::RendezvousServer(const Config& config, NodeInfo self, RendezvousLimits limits)
     : config_(config), self_(std::move(self)), limits_(limits) {
-  if (config_.nnodes > 1) listen_fd_ = listen_tcp(config_.rdzv_port);
+  if (config_.nnodes > 1) listen_fd_ = listen_tcp(config_.rdzv_port, config_.pod_ip);
 }
 
 RendezvousServer::~RendezvousServer() {

@@ -1,6 +1,8 @@
 #include "runtime/net.h"
 
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -62,4 +64,54 @@ TEST_CASE("net: before authentication a frame may hold at most 4 KiB") {
   auto got = q.conn.receive(2000);
   REQUIRE(got);
   CHECK(got->get("run").size() == 3000);
+}
+
+namespace {
+
+int port_of(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  return ntohs(addr.sin_port);
+}
+
+std::string address_of(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  char buf[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &addr.sin_addr, buf, sizeof buf);
+  return buf;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "net: each pod's address has its own rendezvous port; no address, or another host's, "
+    "listens on all") {
+  // Two pods that share a network (hostNetwork, or loopback addresses on one host):
+  // the same port on each one's own address.
+  const int a = listen_tcp(0, "127.0.0.2");
+  const int port = port_of(a);
+  CHECK(address_of(a) == "127.0.0.2");
+  const int b = listen_tcp(port, "127.0.0.3");
+  CHECK(address_of(b) == "127.0.0.3");
+  CHECK(port_of(b) == port);
+  // The port is taken on that address: a clear error, not another's listener.
+  try {
+    listen_tcp(port, "127.0.0.2");
+    FAIL("a second listener on 127.0.0.2");
+  } catch (const LaunchError& e) {
+    CHECK(e.status() == exit_status::kRendezvous);
+    CHECK(std::string(e.what()).find("of 127.0.0.2") != std::string::npos);
+  }
+  ::close(a);
+  ::close(b);
+  // An address that is not this host's (a pod IP the runtime does not put on an
+  // interface), or none, or no IPv4 address: all addresses.
+  for (const std::string ip : {"192.0.2.7", "", "fd00::1"}) {
+    const int fd = listen_tcp(0, ip);
+    CHECK(address_of(fd) == "0.0.0.0");
+    ::close(fd);
+  }
 }
