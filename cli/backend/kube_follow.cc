@@ -237,12 +237,37 @@ class Follower {
     const auto state = workload_.kind == "Job" ? kube::summarize_job(job).state
                                                : kube::summarize_operator(job).state;
     job_done_ = state == RunState::kSucceeded || state == RunState::kFailed;
+    if (workload_.kind == "Job") {
+      const json& spec = job.contains("spec") ? job["spec"] : json();
+      const json& uid = job["metadata"]["uid"];
+      job_uid_ = uid.is_string() ? uid.get<std::string>() : std::string();
+      indexes_ = spec.is_object() && spec.value("completionMode", "") == "Indexed" &&
+                         spec.contains("completions") && spec["completions"].is_number_integer()
+                     ? spec["completions"].get<int>()
+                     : 0;
+    }
+  }
+
+  /// An Indexed Job whose every index has a pod that succeeded has succeeded, whether
+  /// or not its controller has said so yet: its Complete condition comes up to a
+  /// second later (the controller takes pod updates in batches), and the follow ends
+  /// without waiting for it, as a follow of the pods' logs alone would.
+  bool every_index_succeeded() const {
+    if (indexes_ <= 0 || job_uid_.empty()) return false;
+    std::set<int> succeeded;
+    for (const auto& [uid, pv] : pods_) {
+      if (pv.phase == "Succeeded" && pv.owner_uid == job_uid_ && pv.index >= 0 &&
+          pv.index < indexes_) {
+        succeeded.insert(pv.index);
+      }
+    }
+    return static_cast<int>(succeeded.size()) == indexes_;
   }
 
   /// The run has ended: its Job finished or went away, and no stream is left.
   bool ended() const {
     if (!pods_listed_ || !job_listed_) return false;
-    if (!(job_done_ || (job_seen_ && !job_exists_))) return false;
+    if (!(job_done_ || (job_seen_ && !job_exists_) || every_index_succeeded())) return false;
     for (const auto& [idx, t] : tracks_) {
       if (t.streaming) return false;
     }
@@ -767,6 +792,8 @@ class Follower {
   bool job_exists_ = false;
   bool job_seen_ = false;
   bool job_done_ = false;
+  std::string job_uid_;  ///< of the run's Job
+  int indexes_ = 0;      ///< its completions, when it is an Indexed Job
   bool final_list_done_ = false;
   std::optional<Error> error_;
 

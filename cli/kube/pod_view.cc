@@ -102,6 +102,11 @@ void read_pod_view(PodView& pv, const json& pod, const std::string& container) {
   if (md != pod.end() && md->is_object()) {
     pv.name = md->value("name", "");
     pv.created = md->value("creationTimestamp", "");
+    if (auto refs = md->find("ownerReferences"); refs != md->end() && refs->is_array()) {
+      for (const auto& r : *refs) {
+        if (r.is_object() && r.value("controller", false)) pv.owner_uid = r.value("uid", "");
+      }
+    }
   }
   if (auto st = pod.find("status"); st != pod.end() && st->is_object()) {
     pv.phase = st->value("phase", "");

@@ -37,6 +37,7 @@ struct PodView {
   int index = -1;
   std::string container;  ///< whose log is followed
   std::string phase;
+  std::string owner_uid;  ///< the uid of the object that controls it (its Job)
   ContainerState state = ContainerState::kNone;
   bool deleted = false;
   std::string blocked;       ///< why its container cannot start ("" when nothing is wrong)
@@ -44,7 +45,7 @@ struct PodView {
   std::string blocked_told;  ///< the blocked_key last told the user
 };
 
-/// Reads into `pv` what `pod` says now: its name, creation time and phase; the
+/// Reads into `pv` what `pod` says now: its name, creation time, controller and phase; the
 /// container to follow (chosen once: `container`, else the pod's log container);
 /// that container's state (kept when the pod says none) and what blocks its start.
 /// The follower's own fields (seen, index, deleted, blocked_told) are left as they are.

@@ -4,7 +4,8 @@
 # each other through the headless Service's DNS names) with submit --follow,
 # then `logs -f` of a 2-node run that writes 3000 lines per rank, read line by
 # line: nothing lost, nothing twice, every line under its rank, the same lines
-# as kubectl logs; and `status --watch` through to Succeeded.
+# as kubectl logs; `logs -f` ending once every index of the Job has succeeded, without
+# waiting for the Job controller to say so; and `status --watch` through to Succeeded.
 set -euo pipefail
 source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
 source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
@@ -79,6 +80,56 @@ for r in 0 1; do
   expect_eq "$(kubectl logs "$pod" | grep -v '^ktrain-launch' | sed "s/^\[rank $r\] //" | md5sum)" \
     "$(grep "^\[rank $r\] " "$work/followed" | sed "s/^\[rank $r\] //" | md5sum)" "rank $r: the lines kubectl logs reads"
 done
+
+echo "== logs -f ends once every index has succeeded, before the Job controller says so"
+# A Job managed by another controller: the Job controller leaves it alone, and the test
+# plays that controller, one pod per index, but never writes the Job's Complete
+# condition. logs -f follows while an index has not succeeded, and ends once each has.
+cat >"$work/managed.yaml" <<'YAML'
+name: managed
+image: registry.example.com/ml/lines:1
+train:
+  command: [sh, -c, "echo unused"]
+  framework: none
+  nodes: 2
+  gpus: 0
+  preflight: "off"
+scheduling:
+  managedBy: example.com/elsewhere
+YAML
+k_ok "submit managed" submit -f managed.yaml --run-id a
+job_uid="$(kubectl get job managed-a -o jsonpath='{.metadata.uid}')"
+index_pod() {  # index_pod I: the Job's pod of index I, as its controller would make it
+  kubectl create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: managed-a-$1
+  labels: {ktrain.dev/run: managed-a, batch.kubernetes.io/job-completion-index: "$1"}
+  annotations: {batch.kubernetes.io/job-completion-index: "$1"}
+  ownerReferences:
+  - {apiVersion: batch/v1, kind: Job, name: managed-a, uid: $job_uid, controller: true}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: train, image: "registry.example.com/ml/lines:1", command: [sh, -c, "echo index $1 done"]}
+YAML
+}
+index_pod 0
+timeout 120 "$ktrain" logs -f managed-a >"$work/managed.out" 2>"$work/managed.err" &
+follower=$!
+k8s_wait "index 0 to succeed" 60 sh -c "[ \"\$(kubectl get pod managed-a-0 -o jsonpath='{.status.phase}')\" = Succeeded ]"
+k8s_wait "index 0's line" 30 grep -q "index 0 done" "$work/managed.out"
+sleep 2
+kill -0 "$follower" 2>/dev/null || fail "logs -f ended with index 1 not yet run: $(cat "$work/managed.out" "$work/managed.err")"
+echo "ok: logs -f goes on while an index has not succeeded"
+index_pod 1
+rc=0
+wait "$follower" || rc=$?
+expect_eq "$rc" 0 "logs -f ends, exit 0, once each index has succeeded ($(cat "$work/managed.err"))"
+expect_contains "$(cat "$work/managed.out")" "[node 1] index 1 done" "index 1's line, under its node"
+expect_eq "$(kubectl get job managed-a -o jsonpath='{.status.conditions}')" "" \
+  "the Job itself says nothing of its end (its controller is elsewhere)"
 
 echo "== status --watch"
 k_ok "submit lines b" submit -f lines.yaml --run-id b
