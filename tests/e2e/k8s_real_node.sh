@@ -5,7 +5,8 @@
 # `ktrain build` (busybox-static base, ktrain-launch baked in) then `submit --follow`
 # of a run through ktrain-launch (one node, then two that meet by the headless
 # Service's names, which a DNS stand-in answers), status, logs, exec and port-forward (through the API
-# server to the kubelet), top from the kubelet's /stats/summary, a stock image with the
+# server to the kubelet), exec -it with a terminal, stop and resume, dev --shell, top
+# from the kubelet's /stats/summary, a stock image with the
 # launcher from the launcher image, the numeric-user default that the kubelet's runAsNonRoot check accepts, a
 # container killed at its memory limit explained by status, and delete leaving nothing.
 # Our node agent serves the other k8s_* tests; this one uses the real node because
@@ -95,7 +96,29 @@ echo "== top from the kubelet's /stats/summary (no metrics-server here)"
 k8s_wait "the kubelet's first figures for the rank" 60 sh -c "'$ktrain' top real-h -o json >top.json"
 expect_eq "$(json '[r["rank"] for r in d["ranks"]], d["ranks"][0]["memoryBytes"] > 0' <top.json)" \
   "([0], True)" "top: the rank's memory, from the kubelet"
+
+echo "== exec -it: a terminal in the rank's container (script(1) gives this side one)"
+printf 'tty; stty size; exit 4\n' | script -qec "stty rows 33 cols 101 2>/dev/null; '$ktrain' exec real-h -it -- sh" /dev/null >tty.out 2>&1 && rc=0 || rc=$?
+expect_eq "$rc" 4 "exec -it: the shell's exit status ($(tr -d '\r' <tty.out | tail -5))"
+grep -q '^/dev/pts/[0-9]' <(tr -d '\r' <tty.out) || fail "exec -it: no terminal in the container: $(cat tty.out)"
+grep -q '^33 101$' <(tr -d '\r' <tty.out) || fail "exec -it: the terminal's size did not reach the container: $(cat tty.out)"
+echo "ok: exec -it: a terminal of this side's size in the container"
+
+echo "== stop and resume: the pods go, and come back"
+k_ok "stop real-h" stop real-h
+wait_state real-h Stopped 60
+k8s_wait "the stopped run's pod to go" 60 sh -c "[ -z \"\$(kubectl get pods -l ktrain.dev/run=real-h -o name)\" ]"
+k_ok "resume real-h" resume real-h
+wait_state real-h Running 90
+k_ok "exec after resume" exec real-h -- sh -c 'echo back $JOB_COMPLETION_INDEX'
+expect_eq "$out" "back 0" "the resumed rank runs"
 k_ok "delete real-h" delete real-h
+
+echo "== dev --shell: a dev pod on the kubelet, a shell in it"
+out="$(printf 'echo "in $KTRAIN_RUN as $(id -u)"\nexit 3\n' | "$ktrain" dev -f proj/ktrain.yaml --shell 2>dev.err)" && rc=0 || rc=$?
+expect_eq "$rc" 3 "dev --shell: the shell's exit status ($(tail -3 dev.err))"
+expect_eq "$out" "in real-dev as 1000" "dev --shell: a shell in the dev pod, as the project's user"
+k_ok "dev --stop" dev -f proj/ktrain.yaml --stop
 
 echo "== a stock image: the launcher comes from the launcher image, by an init container"
 "$ktrain" build --launcher-image "$REGISTRY/ktrain-launch:test" >launcher.built 2>launcher.err ||
@@ -143,5 +166,5 @@ k_ok "delete real-b" delete real-b
 k_ok "delete oom-a" delete oom-a
 k_ok "delete stock-a" delete stock-a
 k8s_wait "nothing of the runs to be left" 90 sh -c \
-  "[ -z \"\$(kubectl get pods,services,jobs,secrets -l 'ktrain.dev/run in (real-a,real-b,real-h,oom-a,stock-a)' -o name 2>/dev/null)\" ]"
+  "[ -z \"\$(kubectl get pods,services,jobs,secrets -l 'ktrain.dev/run in (real-a,real-b,real-h,real-dev,oom-a,stock-a)' -o name 2>/dev/null)\" ]"
 echo "PASS"
