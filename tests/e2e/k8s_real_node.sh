@@ -120,6 +120,26 @@ expect_eq "$rc" 3 "dev --shell: the shell's exit status ($(tail -3 dev.err))"
 expect_eq "$out" "in real-dev as 1000" "dev --shell: a shell in the dev pod, as the project's user"
 k_ok "dev --stop" dev -f proj/ktrain.yaml --stop
 
+echo "== serve: the kubelet probes each replica's readiness; serve returns at the autoscaler's minimum"
+cat >proj/web.yaml <<YAML
+name: web
+image: $ref
+serve:
+  command: [busybox, httpd, -f, -p, "8080", -h, /workspace]
+  port: 8080
+  cpu: 100m
+  memory: 64Mi
+  autoscale: {min: 2, max: 3, cpu: 70}
+  readiness: {path: /work.sh, periodSeconds: 1}
+launcher:
+  inject: never
+YAML
+k_ok "serve" serve -f proj/web.yaml --timeout 120s
+expect_contains "$out" "web: rolled out, 2 replicas available" "serve returns with the minimum of 2 ready"
+expect_eq "$(kubectl get deployment web -o jsonpath='{.status.readyReplicas}')" "2" \
+  "kubectl: the kubelet found both replicas ready"
+k_ok "delete web" delete web
+
 echo "== a stock image: the launcher comes from the launcher image, by an init container"
 "$ktrain" build --launcher-image "$REGISTRY/ktrain-launch:test" >launcher.built 2>launcher.err ||
   { cat launcher.err; fail "ktrain build --launcher-image"; }
@@ -166,5 +186,5 @@ k_ok "delete real-b" delete real-b
 k_ok "delete oom-a" delete oom-a
 k_ok "delete stock-a" delete stock-a
 k8s_wait "nothing of the runs to be left" 90 sh -c \
-  "[ -z \"\$(kubectl get pods,services,jobs,secrets -l 'ktrain.dev/run in (real-a,real-b,real-h,real-dev,oom-a,stock-a)' -o name 2>/dev/null)\" ]"
+  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (real-a,real-b,real-h,real-dev,web,oom-a,stock-a)' -o name 2>/dev/null)\" ]"
 echo "PASS"
