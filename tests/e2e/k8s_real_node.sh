@@ -4,7 +4,8 @@
 # from a real registry with the pull policy ktrain renders. What users run, end to end:
 # `ktrain build` (busybox-static base, ktrain-launch baked in) then `submit --follow`
 # of a run through ktrain-launch (one node, then two that meet by the headless
-# Service's names, which a DNS stand-in answers), status, logs, exec and port-forward (through the API
+# Service's names, which a DNS stand-in answers), examples/hello-ddp on a Python base
+# image made from the host's python3, status, logs, exec and port-forward (through the API
 # server to the kubelet), exec -it with a terminal, stop and resume, dev --shell, top
 # from the kubelet's /stats/summary, a stock image with the
 # launcher from the launcher image, the numeric-user default that the kubelet's runAsNonRoot check accepts, a
@@ -70,6 +71,21 @@ expect_contains "$out" "[rank 0] rank 0 of 2 as 1000" "rank 0's line"
 expect_contains "$out" "[rank 1] rank 1 of 2 as 1000" "rank 1's line: it found rank 0 by real-b-0.real-b"
 k_ok "status of the 2-node run" status real-b -o json
 expect_eq "$(json 'd["state"], [r["index"] for r in d["ranks"]]' <<<"$out")" "('Succeeded', [0, 1])" "status: both ranks succeeded"
+
+echo "== the README's example: hello-ddp, built on a Python base, 2 nodes x 2 processes"
+# A ring all-reduce over TCP between the pods, each in a network namespace of its own.
+real_node_python_image "$REGISTRY/python:3"
+cp -r "$KTRAIN_SOURCE/examples/hello-ddp" ddp
+ddp_set=(--set "image.ref=$REGISTRY/ktrain/hello-ddp:0.1.0" --set "image.build.base=$REGISTRY/python:3"
+  --set "image.build.repository=$REGISTRY/ktrain/hello-ddp")
+"$ktrain" build -f ddp/ktrain.yaml "${ddp_set[@]}" >ddp.built 2>ddp.err || { cat ddp.err; fail "ktrain build of hello-ddp"; }
+k_ok "submit --follow of hello-ddp" submit -f ddp/ktrain.yaml "${ddp_set[@]}" --run-id a --follow --timeout 180s
+for r in 0 1 2 3; do
+  expect_contains "$out" "[rank $r] all-reduce OK: 32 elements summed over 4 workers (checksum 5280)" \
+    "hello-ddp: rank $r's result"
+done
+expect_eq "$(kubectl get pod -l ktrain.dev/run=hello-ddp-a -o jsonpath='{.items[*].status.containerStatuses[0].imageID}')" \
+  "$(cat ddp.built) $(cat ddp.built)" "both pods ran the image build pushed"
 
 echo "== exec into a running rank, through the API server to the kubelet"
 sed -i 's/^  preflight: "off"$/  preflight: "off"\n  env: {HOLD: "120"}/' proj/ktrain.yaml
@@ -183,8 +199,9 @@ expect_contains "$out" "Why:        rank 0 ran out of memory (limit 24Mi) and wa
 echo "== delete leaves nothing"
 k_ok "delete real-a" delete real-a
 k_ok "delete real-b" delete real-b
+k_ok "delete hello-ddp-a" delete hello-ddp-a
 k_ok "delete oom-a" delete oom-a
 k_ok "delete stock-a" delete stock-a
 k8s_wait "nothing of the runs to be left" 90 sh -c \
-  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (real-a,real-b,real-h,real-dev,web,oom-a,stock-a)' -o name 2>/dev/null)\" ]"
+  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (real-a,real-b,hello-ddp-a,real-h,real-dev,web,oom-a,stock-a)' -o name 2>/dev/null)\" ]"
 echo "PASS"
