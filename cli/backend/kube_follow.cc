@@ -21,6 +21,7 @@
 #include "backend/log_line.h"
 #include "base/error.h"
 #include "base/timefmt.h"
+#include "kube/json_read.h"
 #include "kube/pod_view.h"
 #include "kube/run_state.h"
 #include "kube/watch.h"
@@ -237,37 +238,21 @@ class Follower {
     const auto state = workload_.kind == "Job" ? kube::summarize_job(job).state
                                                : kube::summarize_operator(job).state;
     job_done_ = state == RunState::kSucceeded || state == RunState::kFailed;
-    if (workload_.kind == "Job") {
-      const json& spec = job.contains("spec") ? job["spec"] : json();
-      const json& uid = job["metadata"]["uid"];
-      job_uid_ = uid.is_string() ? uid.get<std::string>() : std::string();
-      indexes_ = spec.is_object() && spec.value("completionMode", "") == "Indexed" &&
-                         spec.contains("completions") && spec["completions"].is_number_integer()
-                     ? spec["completions"].get<int>()
-                     : 0;
-    }
+    if (workload_.kind != "Job") return;
+    job_uid_ = kube::detail::str(job, {"metadata", "uid"});
+    const bool indexed = kube::detail::str(job, {"spec", "completionMode"}) == "Indexed";
+    indexes_ =
+        indexed ? kube::detail::integer(kube::detail::at_path(job, {"spec", "completions"})) : 0;
   }
 
-  /// An Indexed Job whose every index has a pod that succeeded has succeeded, whether
-  /// or not its controller has said so yet: its Complete condition comes up to a
-  /// second later (the controller takes pod updates in batches), and the follow ends
-  /// without waiting for it, as a follow of the pods' logs alone would.
-  bool every_index_succeeded() const {
-    if (indexes_ <= 0 || job_uid_.empty()) return false;
-    std::set<int> succeeded;
-    for (const auto& [uid, pv] : pods_) {
-      if (pv.phase == "Succeeded" && pv.owner_uid == job_uid_ && pv.index >= 0 &&
-          pv.index < indexes_) {
-        succeeded.insert(pv.index);
-      }
-    }
-    return static_cast<int>(succeeded.size()) == indexes_;
-  }
-
-  /// The run has ended: its Job finished or went away, and no stream is left.
+  /// The run has ended: its Job finished or went away (or every index of it succeeded,
+  /// which its controller says up to a second later), and no stream is left.
   bool ended() const {
     if (!pods_listed_ || !job_listed_) return false;
-    if (!(job_done_ || (job_seen_ && !job_exists_) || every_index_succeeded())) return false;
+    if (!(job_done_ || (job_seen_ && !job_exists_) ||
+          kube::every_index_succeeded(pods_, job_uid_, indexes_))) {
+      return false;
+    }
     for (const auto& [idx, t] : tracks_) {
       if (t.streaming) return false;
     }

@@ -9,6 +9,7 @@
 #include "base/cuda.h"
 #include "base/error.h"
 #include "base/image_ref.h"
+#include "oci/pipeline.h"
 #include "oci/publish.h"
 #include "render/render.h"
 
@@ -146,6 +147,56 @@ void fill_cuda_from_image(Env& env, project::Project& project,
   } catch (const Error& e) {
     note("the CUDA version that " + (image.empty() ? "the image" : image) + " needs is unknown (" +
          e.what() + "); set train.cuda to keep its pods off nodes whose driver is too old");
+  }
+}
+
+void provide_launcher_image(Env& env, project::Project& p, const LauncherPush& how) {
+  if (!p.train) return;
+  const std::string image = render::image_to_run(p, {});
+  if (!render::launcher_plan(p, image).inject) return;
+  if (how.to.empty() && p.launcher.image_from != "default") return;  // the project's own
+  std::string target = how.to;
+  if (target.empty() && p.image.build) {
+    // Beside the project's own repository: REGISTRY/PATH/ktrain-launch.
+    const ImageRef repo = parse_image_ref(p.image.build->repository);
+    const auto slash = repo.repository.rfind('/');
+    target = repo.registry + "/" +
+             (slash == std::string::npos ? std::string() : repo.repository.substr(0, slash + 1)) +
+             "ktrain-launch:" + KTRAIN_VERSION;
+  }
+  if (target.empty()) {
+    throw UsageError(
+        p.file + ": the image " + image +
+        " gets ktrain-launch from the launcher image (launcher.inject: auto injects it into "
+        "images that ktrain build did not make), and ktrain's default, " +
+        project::Launcher::default_image() +
+        ", is not published. Push one to a registry the cluster pulls from, either with\n"
+        "  ktrain submit --push-launcher REGISTRY/PATH/ktrain-launch ...\n"
+        "or with\n"
+        "  ktrain build --launcher-image REGISTRY/PATH/ktrain-launch:" KTRAIN_VERSION
+        "\nand name it in launcher.image (or KTRAIN_LAUNCHER_IMAGE); or build the image "
+        "itself with image.build and ktrain build, which puts the launcher in it");
+  }
+  ImageRef ref = parse_image_ref(target);
+  if (!ref.digest.empty()) {
+    throw UsageError("--push-launcher " + target +
+                     ": name a repository (and tag) to push to, not a digest");
+  }
+  if (ref.tag.empty()) ref.tag = KTRAIN_VERSION;
+  if (!how.push) {
+    p.launcher.image = ref.str();
+    p.launcher.image_from = "submit";
+    return;
+  }
+  oci::BuildSettings settings;
+  settings.platform = how.platform;
+  settings.insecure_registries = how.insecure_registries;
+  const oci::BuildResult r = oci::build_launcher_image(env, ref.str(), settings);
+  p.launcher.image = r.reference;
+  p.launcher.image_from = "submit";
+  if (!env.global.quiet) {
+    *env.err << "ktrain: the launcher image for " << image << ": " << r.reference
+             << (r.bytes_uploaded > 0 ? " (pushed)" : " (the registry had it)") << "\n";
   }
 }
 

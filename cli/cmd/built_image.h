@@ -45,6 +45,23 @@ std::optional<ImageChoice> use_built_image(Env& env, project::Project& p, bool s
 /// image is pushed either way, and build prints its reference.
 void save_built_image(Env& env, const std::string& project_dir, const oci::BuiltImage& built);
 
+/// Where submit pushes the launcher image that a run needs, and how.
+struct LauncherPush {
+  std::string to;    ///< --push-launcher: a repository[:tag] ("" = beside image.build.repository)
+  bool push = true;  ///< false (a server dry run): the reference only, nothing pushed
+  std::vector<std::string> insecure_registries;
+  std::string platform = "linux/amd64";
+};
+
+/// The launcher image of a run whose image lacks ktrain-launch (launcher_plan injects
+/// it). The one the project names (launcher.image, KTRAIN_LAUNCHER_IMAGE) is used as it
+/// is; ktrain's default is not published, so submit pushes the launcher image (built
+/// here, reproducibly: pushed once, its layer skipped when the registry has it) to
+/// `how.to`, else beside image.build.repository (REGISTRY/PATH/ktrain-launch:VERSION),
+/// and runs it by digest. With neither, throws UsageError saying what to run. Nothing
+/// is done when the run needs no launcher image.
+void provide_launcher_image(Env& env, project::Project& p, const LauncherPush& how);
+
 /// When the project runs GPU pods and says no train.cuda / serve.cuda, sets them from
 /// what its image says (oci::inspect_image_cuda). Nothing is changed when the image says
 /// nothing or cannot be read; with -v, a note says which.

@@ -9,6 +9,7 @@
 #include "backend/kube_backend.h"
 #include "backend/run_id.h"
 #include "base/error.h"
+#include "base/image_ref.h"
 #include "base/progress.h"
 #include "cmd/build.h"
 #include "cmd/built_image.h"
@@ -42,6 +43,7 @@ struct SubmitOptions {
   bool build = false;   ///< --build: build and push the image first, run its digest
   std::vector<std::string> insecure_registries;
   std::string platform = "linux/amd64";
+  std::string push_launcher;  ///< --push-launcher: where the launcher image goes
 
   std::optional<std::chrono::seconds> timeout_s;
 
@@ -70,8 +72,16 @@ struct SubmitOptions {
     if (build && dry_run == "client") {
       throw UsageError("--build cannot be combined with --dry-run=client (nothing is pushed then)");
     }
-    if (!build && !insecure_registries.empty()) {
-      throw UsageError("--insecure-registry is for --build");
+    if (!build && push_launcher.empty() && !insecure_registries.empty()) {
+      throw UsageError("--insecure-registry is for --build and --push-launcher");
+    }
+    if (!push_launcher.empty()) {
+      if (target.local) {
+        throw UsageError("--push-launcher is for a cluster; a --local run uses this machine's");
+      }
+      if (std::string problem = image_ref_problem(push_launcher); !problem.empty()) {
+        throw UsageError("--push-launcher " + push_launcher + ": " + problem);
+      }
     }
     const auto& o = output_format;
     if (!o.empty() && o != "name" && o != "json" && o != "yaml") {
@@ -104,8 +114,17 @@ struct SubmitOptions {
     const auto local_var = env.var("KTRAIN_LOCAL");
     const bool local = target.local || (local_var && *local_var == "1");
     if (!build && !local) use_built_image(env, project, dry_run != "client");
+    // An image without ktrain-launch gets it from the launcher image: pushed here when
+    // the project names none (ktrain's default is not published); after the cluster is
+    // known to be there, pushing nothing on a dry run.
+    LauncherPush how;
+    how.to = push_launcher;
+    how.push = dry_run.empty();
+    how.insecure_registries = insecure_registries;
+    how.platform = platform;
     if (dry_run == "client") {
       // What would be sent, without contacting anything.
+      if (!local) provide_launcher_image(env, project, how);
       render::RenderOptions ro;
       ro.run_id = run_id.empty() ? backend::random_run_id() : run_id;
       render::Rendered r = render::render_project(project, ro);
@@ -122,6 +141,7 @@ struct SubmitOptions {
       return exit_code::kOk;
     }
     auto be = open_backend(env, target);
+    if (!local) provide_launcher_image(env, project, how);
     // What the image needs of the nodes' drivers, unless the project or the build says.
     if (!build && !local) fill_cuda_from_image(env, project, {});
     backend::SubmitOptions opts;
@@ -209,8 +229,13 @@ void add_submit_command(CLI::App& app, Env& env, CommandResult& result) {
       ->type_name("client|server|none");
   sub->add_flag("--build", opts->build,
                 "Build and push the image first (as ktrain build), then run it by digest");
+  sub->add_option("--push-launcher", opts->push_launcher,
+                  "Push the launcher image (ktrain-launch, for images without it) to this "
+                  "repository[:tag] and run it by digest; by default it goes beside "
+                  "image.build.repository when the project names no launcher.image")
+      ->type_name("REF");
   sub->add_option("--insecure-registry", opts->insecure_registries,
-                  "With --build: use plain HTTP for this registry host");
+                  "With --build or --push-launcher: use plain HTTP for this registry host");
   sub->add_option("--platform", opts->platform,
                   "With --build: platform of the base image (default linux/amd64)");
   sub->add_option("--timeout", opts->timeout,

@@ -1,6 +1,7 @@
 // What following a pod's log needs to know of it (kube/pod_view.h).
 #include "kube/pod_view.h"
 
+#include <set>
 #include <tuple>
 
 #include "kube/run_state.h"
@@ -115,6 +116,18 @@ void read_pod_view(PodView& pv, const json& pod, const std::string& container) {
   const auto cs = container_state(pod, pv.container);
   if (cs != ContainerState::kNone) pv.state = cs;
   std::tie(pv.blocked, pv.blocked_key) = blocked_start(pod, pv.container);
+}
+
+bool every_index_succeeded(const std::map<std::string, PodView>& pods, const std::string& job_uid,
+                           int indexes) {
+  if (indexes <= 0 || job_uid.empty()) return false;
+  std::set<int> succeeded;
+  for (const auto& [uid, pv] : pods) {
+    if (pv.phase == "Succeeded" && pv.owner_uid == job_uid && pv.index >= 0 && pv.index < indexes) {
+      succeeded.insert(pv.index);
+    }
+  }
+  return static_cast<int>(succeeded.size()) == indexes;
 }
 
 }  // namespace ktrain::kube

@@ -4,6 +4,7 @@
 // keeps it from starting (an image that cannot be pulled, a failed init container).
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -50,5 +51,11 @@ struct PodView {
 /// that container's state (kept when the pod says none) and what blocks its start.
 /// The follower's own fields (seen, index, deleted, blocked_told) are left as they are.
 void read_pod_view(PodView& pv, const nlohmann::json& pod, const std::string& container);
+
+/// Whether each index 0..indexes-1 of the Indexed Job `job_uid` has a pod in `pods` that
+/// succeeded: the Job has then succeeded, whether or not its controller has said so yet
+/// (its Complete condition comes up to a second later: it takes pod updates in batches).
+bool every_index_succeeded(const std::map<std::string, PodView>& pods, const std::string& job_uid,
+                           int indexes);
 
 }  // namespace ktrain::kube

@@ -16,6 +16,9 @@ export NO_COLOR=1 LC_ALL=C
 # launcher from ktrain's default launcher image (FROM scratch: /ktrain-launch);
 # a test that writes its own images.json adds $launcher_image to it.
 launcher_image="\"ghcr.io/ktrain/ktrain-launch:*\": {\"user\": \"\", \"files\": {\"/ktrain-launch\": \"$launcher\"}}"
+# This cluster has it (the agent serves it): named, so submit pushes none.
+KTRAIN_LAUNCHER_IMAGE="ghcr.io/ktrain/ktrain-launch:$("$KTRAIN_BUILD/ktrain" version | awk '{print $2}')"
+export KTRAIN_LAUNCHER_IMAGE
 cat >"$work/images.json" <<JSON
 {
   "registry.example.com/ml/*": {"user": "1000", "workdir": "/workspace",

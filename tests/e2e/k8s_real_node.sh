@@ -8,7 +8,8 @@
 # image made from the host's python3, status, logs, exec and port-forward (through the API
 # server to the kubelet), exec -it with a terminal, stop and resume, dev --shell, top
 # from the kubelet's /stats/summary, a stock image with the
-# launcher from the launcher image, the numeric-user default that the kubelet's runAsNonRoot check accepts, a
+# launcher from the launcher image (named, or pushed by submit where the project names
+# none), the numeric-user default that the kubelet's runAsNonRoot check accepts, a
 # container killed at its memory limit explained by status, and delete leaving nothing.
 # Our node agent serves the other k8s_* tests; this one uses the real node because
 # these are what a kubelet decides.
@@ -17,6 +18,8 @@ source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
 real_node_netns "$@"
 source "${KTRAIN_SOURCE:-.}/tests/e2e/k8s_lib.bash"
 require_k8s
+# The real node pulls only what this test pushes: no launcher image at ktrain's default name.
+unset KTRAIN_LAUNCHER_IMAGE
 # ktrain-launch runs inside the images, which have no libraries: a static one. The
 # sanitizer build's is dynamic (the sanitizers need their runtime), so there the images
 # get the -O2 build's (scripts/test builds build/ first) while ktrain itself is the
@@ -176,6 +179,39 @@ expect_contains "$out" "[rank 0] stock rank 0 of 1" "the stock image ran through
 expect_eq "$(kubectl get pod -l ktrain.dev/run=stock-a -o jsonpath='{.items[0].status.initContainerStatuses[0].state.terminated.exitCode}')" \
   "0" "the launcher's init container copied it"
 
+echo "== a stock image and no launcher image named: submit says what to run, or pushes one"
+cat >proj/bare.yaml <<YAML
+name: bare
+image: $REGISTRY/busybox:1
+train:
+  command: [sh, -c, 'echo bare rank \$KTRAIN_RANK']
+  framework: none
+  nodes: 1
+  gpus: 0
+  preflight: "off"
+YAML
+k submit -f proj/bare.yaml --run-id a
+expect_eq "$rc" 2 "no registry to push the launcher image to: a usage error"
+expect_contains "$err" "ktrain's default, ghcr.io/ktrain/ktrain-launch:" "the error names the default, unpublished image"
+expect_contains "$err" "ktrain submit --push-launcher REGISTRY/PATH/ktrain-launch" "the error says what to run"
+expect_eq "$(kubectl get jobs,secrets,services -l ktrain.dev/run=bare-a -o name)" "" "nothing was created"
+k_ok "submit --push-launcher" submit -f proj/bare.yaml --run-id a --push-launcher "$REGISTRY/team/ktrain-launch" --follow --timeout 120s
+expect_contains "$err" "the launcher image for $REGISTRY/busybox:1: $REGISTRY/team/ktrain-launch@sha256:" "submit pushed the launcher image"
+expect_contains "$err" "(pushed)" "the first time, it was pushed"
+expect_contains "$out" "[rank 0] bare rank 0" "the stock image ran through the launcher submit pushed"
+k_ok "submit --push-launcher again" submit -f proj/bare.yaml --run-id b --push-launcher "$REGISTRY/team/ktrain-launch"
+expect_contains "$err" "(the registry had it)" "the second time, nothing was uploaded"
+# A project that builds its own image elsewhere, running a stock one: the launcher image
+# goes beside image.build.repository.
+cat >>proj/bare.yaml <<YAML
+launcher: {inject: auto}
+YAML
+sed -i "s|^image: .*|image:\n  ref: $REGISTRY/busybox:1\n  build: {base: $REGISTRY/busybox:1, repository: $REGISTRY/team/app}|" proj/bare.yaml
+k_ok "submit beside image.build.repository" submit -f proj/bare.yaml --run-id c
+expect_contains "$(kubectl get job bare-c -o jsonpath='{.spec.template.spec.initContainers[0].image}')" \
+  "$REGISTRY/team/ktrain-launch@sha256:" "the launcher image, pushed beside the project's repository"
+for r in a b c; do k_ok "delete bare-$r" delete "bare-$r"; done
+
 echo "== a memory limit the rank passes: OOMKilled, explained"
 cat >proj/oom.yaml <<YAML
 name: oom
@@ -203,5 +239,5 @@ k_ok "delete hello-ddp-a" delete hello-ddp-a
 k_ok "delete oom-a" delete oom-a
 k_ok "delete stock-a" delete stock-a
 k8s_wait "nothing of the runs to be left" 90 sh -c \
-  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (real-a,real-b,hello-ddp-a,real-h,real-dev,web,oom-a,stock-a)' -o name 2>/dev/null)\" ]"
+  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (bare-a,bare-b,bare-c,real-a,real-b,hello-ddp-a,real-h,real-dev,web,oom-a,stock-a)' -o name 2>/dev/null)\" ]"
 echo "PASS"
