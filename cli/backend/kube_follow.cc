@@ -249,14 +249,12 @@ class Follower {
   /// which its controller says up to a second later), and no stream is left.
   bool ended() const {
     if (!pods_listed_ || !job_listed_) return false;
-    if (!(job_done_ || (job_seen_ && !job_exists_) ||
-          kube::every_index_succeeded(pods_, job_uid_, indexes_))) {
-      return false;
-    }
     for (const auto& [idx, t] : tracks_) {
       if (t.streaming) return false;
     }
-    return !has_startable();
+    if (has_startable()) return false;
+    return job_done_ || (job_seen_ && !job_exists_) ||
+           kube::every_index_succeeded(pods_, job_uid_, indexes_);
   }
 
   bool wanted(const PodView& pv) const { return !opts_.node || pv.index == *opts_.node; }

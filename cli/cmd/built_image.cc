@@ -177,11 +177,7 @@ void provide_launcher_image(Env& env, project::Project& p, const LauncherPush& h
         "\nand name it in launcher.image (or KTRAIN_LAUNCHER_IMAGE); or build the image "
         "itself with image.build and ktrain build, which puts the launcher in it");
   }
-  ImageRef ref = parse_image_ref(target);
-  if (!ref.digest.empty()) {
-    throw UsageError("--push-launcher " + target +
-                     ": name a repository (and tag) to push to, not a digest");
-  }
+  ImageRef ref = parse_image_ref(target);  // (submit refuses a digest in --push-launcher)
   if (ref.tag.empty()) ref.tag = KTRAIN_VERSION;
   if (!how.push) {
     p.launcher.image = ref.str();

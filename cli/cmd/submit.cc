@@ -82,6 +82,10 @@ struct SubmitOptions {
       if (std::string problem = image_ref_problem(push_launcher); !problem.empty()) {
         throw UsageError("--push-launcher " + push_launcher + ": " + problem);
       }
+      if (!parse_image_ref(push_launcher).digest.empty()) {
+        throw UsageError("--push-launcher " + push_launcher +
+                         ": name a repository (and tag) to push to, not a digest");
+      }
     }
     const auto& o = output_format;
     if (!o.empty() && o != "name" && o != "json" && o != "yaml") {

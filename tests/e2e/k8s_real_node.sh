@@ -180,16 +180,8 @@ expect_eq "$(kubectl get pod -l ktrain.dev/run=stock-a -o jsonpath='{.items[0].s
   "0" "the launcher's init container copied it"
 
 echo "== a stock image and no launcher image named: submit says what to run, or pushes one"
-cat >proj/bare.yaml <<YAML
-name: bare
-image: $REGISTRY/busybox:1
-train:
-  command: [sh, -c, 'echo bare rank \$KTRAIN_RANK']
-  framework: none
-  nodes: 1
-  gpus: 0
-  preflight: "off"
-YAML
+# The stock project above, without its launcher image.
+sed '/^launcher:/,$d; s/^name: stock/name: bare/; s/echo stock rank/echo bare rank/' proj/stock.yaml >proj/bare.yaml
 k submit -f proj/bare.yaml --run-id a
 expect_eq "$rc" 2 "no registry to push the launcher image to: a usage error"
 expect_contains "$err" "ktrain's default, ghcr.io/ktrain/ktrain-launch:" "the error names the default, unpublished image"
