@@ -150,6 +150,16 @@ void fill_cuda_from_image(Env& env, project::Project& project,
   }
 }
 
+void check_push_launcher_flag(const std::string& ref) {
+  if (std::string problem = image_ref_problem(ref); !problem.empty()) {
+    throw UsageError("--push-launcher " + ref + ": " + problem);
+  }
+  if (!parse_image_ref(ref).digest.empty()) {
+    throw UsageError("--push-launcher " + ref +
+                     ": name a repository (and tag) to push to, not a digest");
+  }
+}
+
 void provide_launcher_image(Env& env, project::Project& p, const LauncherPush& how) {
   if (!p.train) return;
   const std::string image = render::image_to_run(p, {});
@@ -171,7 +181,9 @@ void provide_launcher_image(Env& env, project::Project& p, const LauncherPush& h
         "images that ktrain build did not make), and ktrain's default, " +
         project::Launcher::default_image() +
         ", is not published. Push one to a registry the cluster pulls from, either with\n"
-        "  ktrain submit --push-launcher REGISTRY/PATH/ktrain-launch ...\n"
+        "  ktrain " +
+        how.verb +
+        " --push-launcher REGISTRY/PATH/ktrain-launch ...\n"
         "or with\n"
         "  ktrain build --launcher-image REGISTRY/PATH/ktrain-launch:" KTRAIN_VERSION
         "\nand name it in launcher.image (or KTRAIN_LAUNCHER_IMAGE); or build the image "

@@ -51,7 +51,12 @@ struct LauncherPush {
   bool push = true;  ///< false (a server dry run): the reference only, nothing pushed
   std::vector<std::string> insecure_registries;
   std::string platform = "linux/amd64";
+  std::string verb = "submit";  ///< the command whose flag the refusal names
 };
+
+/// Checks --push-launcher REF as a command line gives it: a repository[:tag], not a
+/// digest. Throws UsageError.
+void check_push_launcher_flag(const std::string& ref);
 
 /// The launcher image of a run whose image lacks ktrain-launch (launcher_plan injects
 /// it). The one the project names (launcher.image, KTRAIN_LAUNCHER_IMAGE) is used as it

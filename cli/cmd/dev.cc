@@ -120,7 +120,9 @@ struct DevOptions {
   int port = -1;  ///< --port; -1: 8888 when it is free, else any free port
   std::string address = "127.0.0.1";
   std::string timeout = "10m";
-  std::string dry_run;  ///< "", "client" or "server"
+  std::string dry_run;        ///< "", "client" or "server"
+  std::string push_launcher;  ///< --push-launcher: where the launcher image goes
+  std::vector<std::string> insecure_registries;
   std::string output;
 
   render::DevSettings settings;
@@ -162,6 +164,10 @@ struct DevOptions {
     if (!output.empty() && output != "name" && output != "json" && output != "yaml") {
       throw UsageError("-o " + output + ": dev prints name, json or yaml");
     }
+    if (!push_launcher.empty()) check_push_launcher_flag(push_launcher);
+    if (push_launcher.empty() && !insecure_registries.empty()) {
+      throw UsageError("--insecure-registry is for --push-launcher");
+    }
     if (target.local) {
       throw UsageError(
           "ktrain dev makes a pod on a cluster; --local has none (ktrain submit --local runs "
@@ -176,6 +182,7 @@ struct DevOptions {
     // context's; the verbs below look there too.
     if (env.global.namespace_.empty()) env.global.namespace_ = project.namespace_;
     if (dry_run == "client") {
+      provide_launcher_image(env, project, launcher_push(false));
       render::Rendered r = render::render_dev(project, settings, {});
       for (const auto& w : r.warnings) env.warn(w);
       const auto& objects = r.objects;
@@ -266,6 +273,9 @@ struct DevOptions {
   /// server, nothing kept); returns their refs.
   std::vector<std::string> create(Env& env, backend::KubeBackend& be, project::Project& project,
                                   const std::string& ns, bool server_dry_run) {
+    // The pod has the launcher as runs do (ktrain-launch -- CMD spawns one worker per
+    // GPU in it): an image without it gets it from the launcher image.
+    provide_launcher_image(env, project, launcher_push(!server_dry_run));
     fill_cuda_from_image(env, project, {});
     render::RenderOptions ro;
     ro.kube_version = be.kube_version();  // the API server's release
@@ -283,6 +293,15 @@ struct DevOptions {
       throw e.wrapped(server_dry_run ? "creating the dev pod (server dry run)"
                                      : "creating the dev pod");
     }
+  }
+
+  LauncherPush launcher_push(bool push) const {
+    LauncherPush how;
+    how.to = push_launcher;
+    how.push = push;
+    how.insecure_registries = insecure_registries;
+    how.verb = "dev";
+    return how;
   }
 
   std::string describe_idle() const {
@@ -478,6 +497,13 @@ void add_dev_command(CLI::App& app, Env& env, CommandResult& result) {
   sub->add_option("--timeout", opts->timeout, "Give up waiting for the pod to run after this long")
       ->type_name("DURATION")
       ->default_str("10m");
+  sub->add_option("--push-launcher", opts->push_launcher,
+                  "Push the launcher image (ktrain-launch, for images without it) to this "
+                  "repository[:tag] and use it by digest; by default it goes beside "
+                  "image.build.repository when the project names no launcher.image")
+      ->type_name("REF");
+  sub->add_option("--insecure-registry", opts->insecure_registries,
+                  "With --push-launcher: use plain HTTP for this registry host");
   sub->add_option("--dry-run", opts->dry_run,
                   "client: print the dev pod's objects; server: have the API server check them")
       ->expected(0, 1)

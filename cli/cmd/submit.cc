@@ -79,13 +79,7 @@ struct SubmitOptions {
       if (target.local) {
         throw UsageError("--push-launcher is for a cluster; a --local run uses this machine's");
       }
-      if (std::string problem = image_ref_problem(push_launcher); !problem.empty()) {
-        throw UsageError("--push-launcher " + push_launcher + ": " + problem);
-      }
-      if (!parse_image_ref(push_launcher).digest.empty()) {
-        throw UsageError("--push-launcher " + push_launcher +
-                         ": name a repository (and tag) to push to, not a digest");
-      }
+      check_push_launcher_flag(push_launcher);
     }
     const auto& o = output_format;
     if (!o.empty() && o != "name" && o != "json" && o != "yaml") {

@@ -193,6 +193,17 @@ expect_contains "$err" "(pushed)" "the first time, it was pushed"
 expect_contains "$out" "[rank 0] bare rank 0" "the stock image ran through the launcher submit pushed"
 k_ok "submit --push-launcher again" submit -f proj/bare.yaml --run-id b --push-launcher "$REGISTRY/team/ktrain-launch"
 expect_contains "$err" "(the registry had it)" "the second time, nothing was uploaded"
+# A dev pod of the stock image has the launcher too (ktrain-launch -- CMD works in it).
+k dev -f proj/bare.yaml --shell </dev/null
+expect_eq "$rc" 2 "dev: no registry to push the launcher image to: a usage error"
+expect_contains "$err" "ktrain dev --push-launcher REGISTRY/PATH/ktrain-launch" "dev's error says what to run"
+expect_eq "$(kubectl get jobs,pods -l ktrain.dev/run=bare-dev -o name)" "" "dev created nothing"
+out="$(printf '/opt/ktrain/bin/ktrain-launch --version\nexit 5\n' |
+  "$ktrain" dev -f proj/bare.yaml --push-launcher "$REGISTRY/team/ktrain-launch" --shell 2>dev.err)" && rc=0 || rc=$?
+expect_eq "$rc" 5 "dev --shell of a stock image: the shell's exit status ($(tail -3 dev.err))"
+expect_contains "$out" "ktrain-launch" "ktrain-launch runs in the stock image's dev pod"
+expect_contains "$(cat dev.err)" "(the registry had it)" "dev used the launcher image submit pushed"
+k_ok "dev --stop of the stock image's pod" dev -f proj/bare.yaml --stop
 # A project that builds its own image elsewhere, running a stock one: the launcher image
 # goes beside image.build.repository.
 cat >>proj/bare.yaml <<YAML
@@ -231,5 +242,5 @@ k_ok "delete hello-ddp-a" delete hello-ddp-a
 k_ok "delete oom-a" delete oom-a
 k_ok "delete stock-a" delete stock-a
 k8s_wait "nothing of the runs to be left" 90 sh -c \
-  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (bare-a,bare-b,bare-c,real-a,real-b,hello-ddp-a,real-h,real-dev,web,oom-a,stock-a)' -o name 2>/dev/null)\" ]"
+  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (bare-a,bare-b,bare-c,real-a,real-b,hello-ddp-a,real-h,real-dev,bare-dev,web,oom-a,stock-a)' -o name 2>/dev/null)\" ]"
 echo "PASS"
