@@ -324,6 +324,13 @@ RunStatus describe_run(const json& job, const std::vector<json>& pods,
       if (auto r = c.value("reason", ""); !r.empty()) text += ": " + r;
       if (auto m = c.value("message", ""); !m.empty()) text += " (" + m + ")";
       rs.conditions.push_back(text);
+      if (c.value("type", "") == "Failed" && c.value("reason", "") == "PodFailurePolicy") {
+        // A rule (train.retry's first, then ktrain's own) ended the run: no retries.
+        rs.explanations.push_back(
+            "a pod failure rule failed the run at once, without retries (train.retry, in "
+            "order, then exit 78: the launcher's configuration error): " +
+            c.value("message", "(no message)"));
+      }
     }
   }
   rs.image = run_image(job, pods);

@@ -43,6 +43,8 @@ inline const Keys kImageKeys = key_names("image");
 inline const Keys kBuildKeys = key_names("build");
 inline const Keys kTrainKeys = key_names("train");
 inline const Keys kVolumeKeys = key_names("volume");
+inline const Keys kRetryKeys = key_names("retry");
+inline const Keys kRetryActions = project_key("retry", "action").values;
 inline const Keys kSchedulingKeys = key_names("scheduling");
 inline const Keys kTolerationKeys = key_names("toleration");
 inline const Keys kOperators = project_key("toleration", "operator").values;
@@ -467,6 +469,7 @@ class ProjectParser {
   void volumes(const Value& v, const std::string& path, std::vector<Volume>& out,
                std::map<std::string, std::string>& mounts);
   void sweep(const Value& v, Train& t);
+  void retry(const Value& v, Train& t);
   void placeholders(const Value& v, const Train& t);
 
   // parse_scheduling.cc

@@ -49,6 +49,7 @@ void ProjectParser::train(const Value& v, Train& t) {
   if (const Value* x = field(v, "volumes")) volumes(*x, "train.volumes", t.volumes, mounts_);
   if (const Value* x = field(v, "restarts"))
     if (auto n = c_.whole(*x, "train.restarts", 0)) t.restarts = *n;
+  if (const Value* x = field(v, "retry")) retry(*x, t);
   if (const Value* x = field(v, "deadline"))
     t.deadline_s = c_.duration(*x, "train.deadline", false);
   if (const Value* x = field(v, "ttl")) t.ttl_s = c_.duration(*x, "train.ttl", true);
@@ -59,6 +60,116 @@ void ProjectParser::train(const Value& v, Train& t) {
     if (auto s = c_.one_of(*x, "train.preflight", kPreflights)) t.preflight = *s;
   if (const Value* x = field(v, "sweep")) sweep(*x, t);
   if (const Value* x = field(v, "command")) placeholders(*x, t);
+}
+
+void ProjectParser::retry(const Value& v, Train& t) {
+  const std::string path = "train.retry";
+  if (!c_.list(v, path, "[{exitCodes: [137, 143], action: retry}]")) return;
+  // Which rule takes each exit code (and the disruption, and "any other"): a later rule
+  // on the same is never reached, and says so.
+  std::map<int, std::string> taken;
+  std::string disruption_at, others_at;
+  for (std::size_t i = 0; i < v.items.size(); ++i) {
+    const std::string p = path + "[" + std::to_string(i) + "]";
+    const Value& item = v.items[i];
+    if (!c_.map(item, p, "{exitCodes: [137, 143], action: retry}")) continue;
+    c_.check_keys(item, p, path + "[]", kRetryKeys);
+    RetryRule rule;
+    int matches = 0;
+    bool ok = true;
+    if (const Value* x = field(item, "exitCodes")) {
+      ++matches;
+      rule.match = RetryRule::Match::kExitCodes;
+      if (c_.list(*x, p + ".exitCodes", "[137, 143]")) {
+        if (x->items.empty()) {
+          c_.add(x->origin, p + ".exitCodes", "empty; list the exit codes, like [137, 143]");
+          ok = false;
+        }
+        for (std::size_t j = 0; j < x->items.size(); ++j) {
+          const Value& code = x->items[j];
+          const std::string cp = p + ".exitCodes[" + std::to_string(j) + "]";
+          auto n = c_.whole(code, cp, 1, 255);
+          if (!n) {
+            ok = false;
+            continue;
+          }
+          if (auto it = taken.find(*n); it != taken.end()) {
+            c_.add(code.origin, cp,
+                   "exit code " + std::to_string(*n) + " can never match here: " + it->second +
+                       " takes it first");
+            ok = false;
+            continue;
+          }
+          if (!others_at.empty()) {
+            c_.add(code.origin, cp,
+                   "exit code " + std::to_string(*n) + " can never match here: " + others_at +
+                       " (otherExitCodes) takes every exit code that no rule before it names");
+            ok = false;
+            continue;
+          }
+          taken.emplace(*n, p);
+          rule.exit_codes.push_back(*n);
+        }
+      } else {
+        ok = false;
+      }
+    }
+    for (const char* key : {"otherExitCodes", "disruption"}) {
+      const Value* x = field(item, key);
+      if (!x) continue;
+      ++matches;
+      const bool others = std::string(key) == "otherExitCodes";
+      rule.match = others ? RetryRule::Match::kOtherExitCodes : RetryRule::Match::kDisruption;
+      auto b = c_.boolean(*x, p + "." + key);
+      if (!b) {
+        ok = false;
+      } else if (!*b) {
+        c_.add(x->origin, p + "." + key, "only true means something here; leave the rule out");
+        ok = false;
+      } else {
+        std::string& at = others ? others_at : disruption_at;
+        if (!at.empty()) {
+          c_.add(x->origin, p + "." + key,
+                 std::string("can never match: ") + at + " takes " +
+                     (others ? "the other exit codes" : "the disruptions") + " first");
+          ok = false;
+        } else {
+          at = p;
+        }
+      }
+    }
+    if (matches != 1) {
+      c_.add(item.origin, p,
+             "expected exactly one of exitCodes, otherExitCodes or disruption, found " +
+                 std::to_string(matches));
+      ok = false;
+    }
+    if (const Value* x = field(item, "action")) {
+      if (auto a = c_.one_of(*x, p + ".action", kRetryActions)) {
+        rule.action = *a;
+      } else {
+        ok = false;
+      }
+    } else {
+      c_.add(item.origin, p + ".action", "missing; fail, retry or retry-free");
+      ok = false;
+    }
+    if (ok && rule.action == "retry" && t.restarts == 0) {
+      c_.add(field(item, "action")->origin, p + ".action",
+             "retry counts against train.restarts, which is 0: the first such failure would "
+             "end the run; set train.restarts, or use retry-free (not counted)");
+      ok = false;
+    }
+    if (ok) {
+      std::sort(rule.exit_codes.begin(), rule.exit_codes.end());
+      t.retry.push_back(std::move(rule));
+    }
+  }
+  if (t.retry.size() > kMaxRetryRules) {
+    c_.add(v.origin, path,
+           std::to_string(t.retry.size()) + " rules; at most " + std::to_string(kMaxRetryRules) +
+               " (a Job's podFailurePolicy holds 20, and ktrain's own take 3)");
+  }
 }
 
 bool ProjectParser::is_mig_profile(const std::string& s) {

@@ -58,6 +58,26 @@ struct SweepParam {
   std::vector<std::string> values;
 };
 
+/// One rule of `train.retry`: what a failed pod's exit code (of the train container)
+/// or its disruption does to the run. Rendered, in order and before ktrain's own rules,
+/// to the Job's podFailurePolicy.
+struct RetryRule {
+  enum class Match {
+    kExitCodes,       ///< `exitCodes: [..]`
+    kOtherExitCodes,  ///< `otherExitCodes: true`: any exit code no rule names
+    kDisruption,      ///< `disruption: true`: preemption, eviction, node loss
+  };
+  Match match = Match::kExitCodes;
+  std::vector<int> exit_codes;  ///< kExitCodes: 1..255, sorted, distinct
+  /// fail: the run fails at once; retry: a new pod, counted against train.restarts;
+  /// retry-free: a new pod, not counted.
+  std::string action;
+};
+
+/// The most train.retry rules: a Job's podFailurePolicy holds 20, and ktrain's own
+/// (a peer's stop, a disruption, the launcher's configuration error) take 3.
+inline constexpr std::size_t kMaxRetryRules = 17;
+
 /// `train`.
 struct Train {
   std::vector<std::string> command;   ///< required, non-empty
@@ -80,6 +100,7 @@ struct Train {
   std::vector<EnvFrom> env_from;
   std::vector<Volume> volumes;
   int restarts = 0;                        ///< backoffLimit
+  std::vector<RetryRule> retry;            ///< train.retry, in file order
   std::optional<std::int64_t> deadline_s;  ///< activeDeadlineSeconds
   std::optional<std::int64_t> ttl_s;       ///< ttlSecondsAfterFinished
   /// terminationGracePeriodSeconds: from SIGTERM (stop, delete, preemption) to SIGKILL.

@@ -216,6 +216,14 @@ std::vector<SectionSpec> make_sections() {
             .min = 0,
             .description = "Whole-job retries (backoffLimit). Default: 0.",
             .example = "3"},
+           {.name = "retry",
+            .section = "retry",
+            .list = true,
+            .description = "What a failed pod's exit code or disruption does, first matching "
+                           "rule first (the Job's podFailurePolicy): fail the run at once, "
+                           "retry (counted against restarts) or retry-free (not counted).",
+            .example = R"([{"exitCodes": [137, 143], "action": "retry-free"}, )"
+                       R"({"otherExitCodes": true, "action": "fail"}])"},
            {.name = "deadline",
             .kind = K::kDuration,
             .min = 1,
@@ -245,6 +253,36 @@ std::vector<SectionSpec> make_sections() {
                            "value reaches its run as KTRAIN_PARAM_<NAME> and {name}. "
                            "`parallel: N` runs at most N at once.",
             .example = R"({"lr": ["0.1", "0.01"], "parallel": 1})"},
+       }},
+      {"retry",
+       "A retry rule: exactly one of exitCodes, otherExitCodes or disruption, and an action.",
+       {
+           {.name = "exitCodes",
+            .kind = K::kWhole,
+            .list = true,
+            .min_items = 1,
+            .min = 1,
+            .max = 255,
+            .description = "Exit codes of the train container (ktrain-launch's: a worker's own "
+                           "status, 128+signal, or the launcher's 74-79).",
+            .example = "[137, 143]"},
+           {.name = "otherExitCodes",
+            .kind = K::kBoolean,
+            .description = "true: any exit code that no rule names (ktrain's own rules "
+                           "included). Last of the exit-code rules.",
+            .example = "true"},
+           {.name = "disruption",
+            .kind = K::kBoolean,
+            .description = "true: the cluster took the pod (preemption, eviction, node loss: "
+                           "the DisruptionTarget condition).",
+            .example = "true"},
+           {.name = "action",
+            .kind = K::kEnum,
+            .required = true,
+            .values = {"fail", "retry", "retry-free"},
+            .description = "fail: the run fails at once; retry: a new pod, counted against "
+                           "train.restarts; retry-free: a new pod, not counted.",
+            .example = R"("retry")"},
        }},
       {"volume",
        "A volume: exactly one of claim, configMap, secret or emptyDir, and a mount path.",

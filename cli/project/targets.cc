@@ -21,6 +21,11 @@ void train_limits(const Project& p, std::vector<TargetLimit>& out) {
         {"train.runtime", "train.target",
          "is for train.target trainjob (the ClusterTrainingRuntime); the target is " + target});
   }
+  if (!t.retry.empty() && target != "job" && target != "jobset") {
+    limit("train.retry",
+          "the rules render to a Job's podFailurePolicy, and the operator makes its pods "
+          "itself (its restartPolicy decides); use target job or jobset");
+  }
   if (target == "pytorchjob" && t.framework != "pytorch") {
     limit("train.framework",
           "the operator wires PyTorch (MASTER_ADDR, WORLD_SIZE, RANK); "

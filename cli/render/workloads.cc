@@ -1,7 +1,10 @@
 #include "render/workloads.h"
 
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/cuda.h"
 #include "base/error.h"
@@ -431,6 +434,51 @@ void set_job_policies(const RenderContext& ctx, ordered_json& job_spec) {
   if (has_feature(ctx.kube_version, KubeFeature::kPodReplacementPolicy)) {
     job_spec["podReplacementPolicy"] = "Failed";
   }
+  add_retry_rules(ctx.project.train->retry, job_spec);
+}
+
+void add_retry_rules(const std::vector<project::RetryRule>& retry, ordered_json& job_spec) {
+  if (retry.empty()) return;
+  ordered_json& policy = job_spec["podFailurePolicy"];
+  if (!policy.is_object()) policy = ordered_json::object();
+  ordered_json own = policy.contains("rules") && policy["rules"].is_array() ? policy["rules"]
+                                                                            : ordered_json::array();
+  // "Any other exit code" leaves out every code a rule names, the skeleton's own
+  // included (a peer's stop stays free, a configuration error stays fatal), and 0.
+  std::set<int> named = {0};
+  for (const auto& r : retry) named.insert(r.exit_codes.begin(), r.exit_codes.end());
+  for (const auto& r : own) {
+    if (!r.contains("onExitCodes")) continue;
+    const auto& e = r["onExitCodes"];
+    if (e.value("operator", "") != "In" || !e.contains("values")) continue;
+    for (const auto& code : e["values"]) {
+      if (code.is_number_integer()) named.insert(code.get<int>());
+    }
+  }
+  static const std::map<std::string, std::string> kActions = {
+      {"fail", "FailJob"}, {"retry", "Count"}, {"retry-free", "Ignore"}};
+  ordered_json rules = ordered_json::array();
+  for (const auto& r : retry) {
+    ordered_json rule = {{"action", kActions.at(r.action)}};
+    switch (r.match) {
+      case project::RetryRule::Match::kExitCodes:
+        rule["onExitCodes"] = {
+            {"containerName", "train"}, {"operator", "In"}, {"values", r.exit_codes}};
+        break;
+      case project::RetryRule::Match::kOtherExitCodes:
+        rule["onExitCodes"] = {{"containerName", "train"},
+                               {"operator", "NotIn"},
+                               {"values", std::vector<int>(named.begin(), named.end())}};
+        break;
+      case project::RetryRule::Match::kDisruption:
+        rule["onPodConditions"] =
+            ordered_json::array({{{"type", "DisruptionTarget"}, {"status", "True"}}});
+        break;
+    }
+    rules.push_back(std::move(rule));
+  }
+  for (auto& r : own) rules.push_back(std::move(r));
+  policy["rules"] = std::move(rules);
 }
 
 std::string job_managed_by(const RenderContext& ctx) {

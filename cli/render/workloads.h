@@ -33,6 +33,12 @@ struct RenderContext {
 /// the release rendered for: podReplacementPolicy Failed where it is served.
 void set_job_policies(const RenderContext& ctx, nlohmann::ordered_json& job_spec);
 
+/// Puts the rules of train.retry, in order, before the Job skeleton's own in
+/// `job_spec`'s podFailurePolicy (a rule on any other exit code leaves out those the
+/// skeleton's rules name). No rules: `job_spec` as it is.
+void add_retry_rules(const std::vector<project::RetryRule>& retry,
+                     nlohmann::ordered_json& job_spec);
+
 /// scheduling.managedBy for a Job's spec.managedBy; "" when not set. Throws UsageError
 /// when the release rendered for does not serve the field (the server would drop it and
 /// run the Job itself).

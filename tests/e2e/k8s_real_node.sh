@@ -235,6 +235,38 @@ k_ok "status of the OOMKilled run" status oom-a
 expect_contains "$out" "Why:        rank 0 ran out of memory (limit 24Mi) and was killed (OOMKilled)" \
   "status: OOMKilled, with the limit it passed"
 
+echo "== train.retry: the exit code decides (podFailurePolicy, on the kubelet's exit codes)"
+cat >proj/retry.yaml <<YAML
+name: retry
+image: $ref
+train:
+  command: [sh, -c, 'echo "exits \$CODE"; exit \$CODE']
+  framework: none
+  nodes: 1
+  gpus: 0
+  preflight: "off"
+  restarts: 0
+  retry:
+    - {exitCodes: [143], action: retry-free}
+    - {otherExitCodes: true, action: fail}
+launcher:
+  inject: never
+YAML
+k submit -f proj/retry.yaml --run-id a --set train.env.CODE=3 --wait --timeout 120s
+expect_eq "$rc" 1 "exit 3 (otherExitCodes: fail): the run fails"
+expect_eq "$(kubectl get pods -l ktrain.dev/run=retry-a -o name | wc -l)" 1 "fail: one pod, no retry"
+k_ok "status of the run a rule failed" status retry-a
+expect_contains "$out" "a pod failure rule failed the run at once" "status: a rule ended it"
+expect_contains "$out" "failed with exit code 3 matching FailJob rule at index 1" "status: which rule, as the Job controller says"
+k_ok "submit a run that exits 143" submit -f proj/retry.yaml --run-id b --set train.env.CODE=143
+# restarts: 0, so a counted failure would end the run at once: a second try is free.
+k8s_wait "a second, uncounted try of retry-b" 120 sh -c \
+  "[ \$(kubectl get pods -l ktrain.dev/run=retry-b --field-selector=status.phase=Failed -o name | wc -l) -ge 2 ]"
+expect_eq "$(kubectl get job retry-b -o jsonpath='{.status.conditions[?(@.type=="Failed")].status}')" "" \
+  "retry-free: the Job has not failed, with restarts 0"
+k_ok "delete retry-a" delete retry-a
+k_ok "delete retry-b" delete retry-b
+
 echo "== delete leaves nothing"
 k_ok "delete real-a" delete real-a
 k_ok "delete real-b" delete real-b
@@ -242,5 +274,5 @@ k_ok "delete hello-ddp-a" delete hello-ddp-a
 k_ok "delete oom-a" delete oom-a
 k_ok "delete stock-a" delete stock-a
 k8s_wait "nothing of the runs to be left" 90 sh -c \
-  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (bare-a,bare-b,bare-c,real-a,real-b,hello-ddp-a,real-h,real-dev,bare-dev,web,oom-a,stock-a)' -o name 2>/dev/null)\" ]"
+  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (bare-a,bare-b,bare-c,real-a,real-b,hello-ddp-a,real-h,real-dev,bare-dev,web,oom-a,stock-a,retry-a,retry-b)' -o name 2>/dev/null)\" ]"
 echo "PASS"

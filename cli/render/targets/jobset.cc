@@ -46,6 +46,20 @@ std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::st
   w.master_addr = run + "-node-0-0." + run;
   w.rank_env.push_back(detail::env_from_field(
       "JOB_COMPLETION_INDEX", "metadata.annotations['batch.kubernetes.io/job-completion-index']"));
+  // A pod failure the rules call fatal (FailJob) fails the set: without this rule, the
+  // JobSet would restart it as it restarts any failed Job.
+  bool fails = false;
+  if (job_spec.contains("podFailurePolicy") && job_spec["podFailurePolicy"].contains("rules")) {
+    for (const auto& r : job_spec["podFailurePolicy"]["rules"]) {
+      fails = fails || r.value("action", "") == "FailJob";
+    }
+  }
+  if (fails) {
+    spec["failurePolicy"]["rules"] =
+        ordered_json::array({{{"name", "PodFailurePolicyFailJob"},
+                              {"action", "FailJobSet"},
+                              {"onJobFailureReasons", {"PodFailurePolicy"}}}});
+  }
   job_spec["template"] = detail::train_pod_template(ctx, run, labels, point, w);
   spec["replicatedJobs"] = ordered_json::array(
       {{{"name", "node"},

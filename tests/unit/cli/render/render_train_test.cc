@@ -429,16 +429,64 @@ TEST_CASE(
   CHECK(spec["backoffLimit"] == 0);
 }
 
-TEST_CASE("render: the pod failure policy ignores peer-stopped pods (75) and disruptions") {
+TEST_CASE(
+    "render: the pod failure policy ignores peer-stopped pods (75) and disruptions, and fails "
+    "the run on the launcher's configuration error (78)") {
   auto r = render_fixed(train_project());
   const auto& rules = object_of(r, "Job")["spec"]["podFailurePolicy"]["rules"];
-  REQUIRE(rules.size() == 2);
+  REQUIRE(rules.size() == 3);
   CHECK(rules[0]["action"] == "Ignore");
   CHECK(rules[0]["onExitCodes"] ==
         ordered_json({{"containerName", "train"}, {"operator", "In"}, {"values", {75}}}));
   CHECK(rules[1]["action"] == "Ignore");
   CHECK(rules[1]["onPodConditions"] ==
         ordered_json::array({{{"type", "DisruptionTarget"}, {"status", "True"}}}));
+  CHECK(rules[2]["action"] == "FailJob");
+  CHECK(rules[2]["onExitCodes"] ==
+        ordered_json({{"containerName", "train"}, {"operator", "In"}, {"values", {78}}}));
+}
+
+TEST_CASE(
+    "render: train.retry's rules come first, in order; 'other exit codes' leaves out "
+    "every code a rule names") {
+  auto p = train_project();
+  p.train->restarts = 2;
+  using M = project::RetryRule::Match;
+  p.train->retry = {{M::kExitCodes, {137, 143}, "retry"},
+                    {M::kDisruption, {}, "retry-free"},
+                    {M::kExitCodes, {3}, "fail"},
+                    {M::kOtherExitCodes, {}, "retry-free"}};
+  auto r = render_fixed(p);
+  const auto& rules = object_of(r, "Job")["spec"]["podFailurePolicy"]["rules"];
+  REQUIRE(rules.size() == 7);
+  CHECK(rules[0] ==
+        ordered_json({{"action", "Count"},
+                      {"onExitCodes",
+                       {{"containerName", "train"}, {"operator", "In"}, {"values", {137, 143}}}}}));
+  CHECK(rules[1] ==
+        ordered_json({{"action", "Ignore"},
+                      {"onPodConditions", {{{"type", "DisruptionTarget"}, {"status", "True"}}}}}));
+  CHECK(rules[2]["action"] == "FailJob");
+  CHECK(rules[2]["onExitCodes"]["values"] == ordered_json({3}));
+  CHECK(rules[3]["action"] == "Ignore");
+  CHECK(rules[3]["onExitCodes"] == ordered_json({{"containerName", "train"},
+                                                 {"operator", "NotIn"},
+                                                 {"values", {0, 3, 75, 78, 137, 143}}}));
+  // ktrain's own rules follow.
+  CHECK(rules[4]["onExitCodes"]["values"] == ordered_json({75}));
+  CHECK(rules[6]["onExitCodes"]["values"] == ordered_json({78}));
+
+  // A JobSet's Job has the same rules, and a FailJob fails the set instead of restarting it.
+  p.train->target = "jobset";
+  auto js = render_fixed(p);
+  const auto& spec = object_of(js, "JobSet")["spec"];
+  CHECK(spec["replicatedJobs"][0]["template"]["spec"]["podFailurePolicy"]["rules"] == rules);
+  CHECK(spec["failurePolicy"] ==
+        ordered_json({{"maxRestarts", 2},
+                      {"rules",
+                       {{{"name", "PodFailurePolicyFailJob"},
+                         {"action", "FailJobSet"},
+                         {"onJobFailureReasons", {"PodFailurePolicy"}}}}}}));
 }
 
 TEST_CASE("render: every object and pod carries ktrain's labels and the project's") {
