@@ -85,6 +85,7 @@ constexpr FlagSpec kValueFlags[] = {
     {"--preflight", "KTRAIN_PREFLIGHT"},
     {"--rdzv-timeout", "KTRAIN_RDZV_TIMEOUT"},
     {"--grace-period", "KTRAIN_GRACE_PERIOD"},
+    {"--watchdog-timeout", "KTRAIN_WATCHDOG_TIMEOUT"},
 };
 
 }  // namespace
@@ -232,6 +233,9 @@ Config parse_config(const std::vector<std::string>& args, const Env& env) {
   if (auto* v = value("KTRAIN_GRACE_PERIOD", origin)) {
     c.grace_period_s = parse_seconds(*v, origin, true);
   }
+  if (auto* v = value("KTRAIN_WATCHDOG_TIMEOUT", origin)) {
+    c.watchdog_timeout_s = parse_seconds(*v, origin, true);
+  }
   if (auto* v = lookup(env, "KTRAIN_RDZV_SECRET")) c.secret = *v;
   // Without the Secret (its manifests applied as rendered, with no secret in them), a
   // Job's pods key the rendezvous on their Job's uid: the same in every rank of the run,
@@ -305,6 +309,9 @@ options (each overrides the variable named after it):
   --preflight L           off|quick|full GPU/NCCL checks         KTRAIN_PREFLIGHT (off)
   --rdzv-timeout S        seconds to wait for every node         KTRAIN_RDZV_TIMEOUT (900)
   --grace-period S        SIGTERM -> SIGKILL grace in seconds    KTRAIN_GRACE_PERIOD (25)
+  --watchdog-timeout S    a worker with no output and no         KTRAIN_WATCHDOG_TIMEOUT
+                          heartbeat for S seconds is hung: its   (0: no watchdog)
+                          state is dumped, the node ends with 74
   --install DIR           copy ktrain-launch (and ktrain-gpucheck beside it) into
                           DIR and exit: the init container of pods whose image
                           lacks the launcher runs this
@@ -326,11 +333,18 @@ other variables:
   JOB_COMPLETION_INDEX    node rank when KTRAIN_NODE_RANK is not set
   KTRAIN_NODE_RANK_OFFSET added to the node rank (a PyTorchJob's Workers: 1)
   KTRAIN_PARAM_<NAME>     sweep parameters, passed to workers unchanged
+  KTRAIN_CHECKPOINT_DIR   the checkpoint folder: its newest complete checkpoint goes to
+                          the workers as KTRAIN_CHECKPOINT_LATEST
+
+to each worker: KTRAIN_STOP_FILE (made when the node is being stopped: save a
+checkpoint), KTRAIN_HEARTBEAT_FILE (touch it to tell the watchdog the worker
+progresses), KTRAIN_CHECKPOINT_LATEST (where there is a checkpoint to resume).
 
 exit status: the failing worker's own status (128+signal when killed), 0 on
-success, 75 stopped because a peer failed, 76 rendezvous failed, 77 GPU/NCCL
-preflight failed, 78 configuration error, 79 the node's NVIDIA driver is too old
-for the image's CUDA; 128+signal when stopped by a signal.
+success, 74 a worker hung (the watchdog), 75 stopped because a peer failed,
+76 rendezvous failed, 77 GPU/NCCL preflight failed, 78 configuration error,
+79 the node's NVIDIA driver is too old for the image's CUDA; 128+signal when
+stopped by a signal.
 )";
 }
 

@@ -33,6 +33,8 @@ struct Config {
   int master_port = 29500;      ///< the framework's master/coordinator port
   double rdzv_timeout_s = 900;  ///< how long to wait for the whole world
   double grace_period_s = 25;   ///< SIGTERM -> SIGKILL grace for workers
+  /// A worker with no output and no heartbeat for this long is hung (0 = no watchdog).
+  double watchdog_timeout_s = 0;
   Framework framework = Framework::kNone;
   Preflight preflight = Preflight::kOff;
   std::string secret;  ///< per-run rendezvous secret (KTRAIN_RDZV_SECRET)

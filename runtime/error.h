@@ -11,6 +11,7 @@ namespace ktrain::launch {
 /// local worker's own status (128+signal when killed) is passed through as is.
 namespace exit_status {
 inline constexpr int kOk = 0;
+inline constexpr int kHung = 74;        ///< a worker made no progress for the watchdog's timeout
 inline constexpr int kPeerFailed = 75;  ///< stopped because another worker or node failed
 inline constexpr int kRendezvous = 76;  ///< rendezvous failed: timeout, refused secret, bad world
 inline constexpr int kPreflight = 77;   ///< GPU/NCCL preflight failed, or GPUs asked for but absent

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <climits>
+#include <filesystem>
 #include <memory>
 
+#include "runtime/checkpoint.h"
 #include "runtime/cuda_version.h"
 #include "runtime/error.h"
 #include "runtime/framework_env.h"
@@ -134,6 +136,35 @@ GpuPlan plan_gpus(const Config& c, const Env& env) {
   return plan;
 }
 
+/// A folder of this launcher's own for the workers' heartbeat files and the stop file
+/// ($TMPDIR, else /tmp); "" when none can be made (then there are none: logged).
+std::string make_state_dir(const std::map<std::string, std::string>& env) {
+  std::string base = "/tmp";
+  if (auto it = env.find("TMPDIR"); it != env.end() && !it->second.empty()) base = it->second;
+  std::string tmpl = base + "/ktrain-launch.XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    log_line(errno_message("no folder for the heartbeat and stop files in " + base) +
+             ": KTRAIN_HEARTBEAT_FILE and KTRAIN_STOP_FILE are not set");
+    return "";
+  }
+  return tmpl;
+}
+
+/// The checkpoint to resume from, as the workers get it (KTRAIN_CHECKPOINT_LATEST), or "".
+std::string checkpoint_to_resume(const std::map<std::string, std::string>& env) {
+  auto it = env.find("KTRAIN_CHECKPOINT_DIR");
+  if (it == env.end() || it->second.empty()) return "";
+  const auto found = latest_checkpoint(it->second);
+  if (!found) {
+    log_line("no checkpoint in " + it->second + " yet: the workers start from the beginning");
+    return "";
+  }
+  const long long age = static_cast<long long>(::time(nullptr)) - found->mtime_unix;
+  log_line("the newest checkpoint is " + found->path + " (written " +
+           std::to_string(age < 0 ? 0 : age) + "s ago): KTRAIN_CHECKPOINT_LATEST");
+  return found->path;
+}
+
 int finish(const Config& c, int status, const std::string& cause) {
   if (!cause.empty()) write_termination_log(c.termination_log, cause);
   return status;
@@ -234,6 +265,8 @@ int run_launcher(const Config& c, const std::map<std::string, std::string>& env)
       }
     }
     const int first = world.first_rank(c.node_rank);
+    const std::string state_dir = make_state_dir(env);
+    const std::string resume = checkpoint_to_resume(env);
 
     std::vector<WorkerSpec> workers;
     for (int i = 0; i < plan.nproc; ++i) {
@@ -242,11 +275,27 @@ int run_launcher(const Config& c, const std::map<std::string, std::string>& env)
       w.local_rank = i;
       w.argv = c.command;
       w.env = worker_env(world, WorkerPlace{c.node_rank, i, plan.gpus}, c.framework, env);
+      auto set = [&w](const std::string& k, const std::string& v) {
+        std::erase_if(w.env, [&k](const auto& kv) { return kv.first == k; });
+        w.env.emplace_back(k, v);
+      };
+      if (!state_dir.empty()) {
+        w.heartbeat_file = state_dir + "/heartbeat." + std::to_string(w.rank);
+        set("KTRAIN_HEARTBEAT_FILE", w.heartbeat_file);
+        set("KTRAIN_STOP_FILE", state_dir + "/stop");
+      }
+      if (!resume.empty()) set("KTRAIN_CHECKPOINT_LATEST", resume);
       workers.push_back(std::move(w));
     }
     ProcessSpawner spawner;
     Supervisor supervisor(spawner, STDOUT_FILENO, c.grace_period_s, c.node_rank);
+    supervisor.set_watchdog(c.watchdog_timeout_s);
+    if (!state_dir.empty()) supervisor.set_stop_file(state_dir + "/stop");
     Outcome outcome = supervisor.run(workers, *peers);
+    if (!state_dir.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(state_dir, ignored);
+    }
     return finish(c, outcome.status, outcome.cause);
   } catch (const LaunchError& e) {
     log_line(std::string("error: ") + e.what());

@@ -4,13 +4,19 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "runtime/error.h"
@@ -69,6 +75,8 @@ struct Running {
   WorkerSpec spec;
   pid_t pid = -1;
   bool exited = false;
+  int64_t active_ms = 0;       ///< the last output or heartbeat (the start at first)
+  int64_t heartbeat_seen = 0;  ///< the heartbeat file's mtime when last looked at
   Stream out, err;
   explicit Running(const WorkerSpec& s)
       : spec(s),
@@ -76,8 +84,9 @@ struct Running {
         err("[rank " + std::to_string(s.rank) + "] ") {}
 };
 
-// Reads what is in the pipe (at most `budget` bytes); closes it on EOF.
-void pump(Stream& s, std::string& out, size_t budget) {
+// Reads what is in the pipe (at most `budget` bytes); closes it on EOF. Returns the
+// bytes read.
+size_t pump(Stream& s, std::string& out, size_t budget) {
   char buf[65536];
   size_t got = 0;
   while (s.fd >= 0 && got < budget) {
@@ -88,10 +97,155 @@ void pump(Stream& s, std::string& out, size_t budget) {
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return;
+    if (n < 0 && errno == EAGAIN) return got;
     s.prefixer.flush(out);
     ::close(s.fd);
     s.fd = -1;
+  }
+  return got;
+}
+
+// The modification time of `path` in ms since the epoch, or 0.
+int64_t mtime_ms(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) return 0;
+  return int64_t(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
+std::string read_small(const std::string& path) {
+  std::ifstream in(path);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+// `name` on the worker's PATH (its env, else the launcher's), or "".
+std::string find_on_path(const std::string& name,
+                         const std::vector<std::pair<std::string, std::string>>& env) {
+  std::string path;
+  for (const auto& [k, v] : env) {
+    if (k == "PATH") path = v;
+  }
+  if (path.empty()) {
+    const char* p = std::getenv("PATH");
+    path = p ? p : "/usr/local/bin:/usr/bin:/bin";
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (!dir.empty()) {
+      std::string full = dir + "/" + name;
+      if (::access(full.c_str(), X_OK) == 0) return full;
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
+// Runs `argv` with its output captured, for at most `limit_s` (then SIGKILL).
+std::string run_capture(const std::vector<std::string>& argv, double limit_s) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return errno_message("pipe");
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(p[0]);
+    ::close(p[1]);
+    return errno_message("fork");
+  }
+  if (pid == 0) {
+    ::dup2(p[1], 1);
+    ::dup2(p[1], 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(p[1]);
+  std::string text;
+  const int64_t deadline = now_ms() + int64_t(limit_s * 1000);
+  for (;;) {
+    const int64_t left = deadline - now_ms();
+    if (left <= 0) {
+      text += "\n(no answer within " + std::to_string(int(limit_s)) + "s)";
+      break;
+    }
+    pollfd f{p[0], POLLIN, 0};
+    if (::poll(&f, 1, static_cast<int>(left)) < 0 && errno != EINTR) break;
+    char buf[4096];
+    ssize_t n = ::read(p[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (text.size() < (1 << 20)) text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(p[0]);
+  ::kill(pid, SIGKILL);
+  int st;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return text;
+}
+
+// Logs what can be known of a hung worker: its state and kernel wait, py-spy's
+// stacks (where py-spy is on PATH), its NCCL variables.
+void dump_hung(const Running& w) {
+  const std::string r = "rank " + std::to_string(w.spec.rank) + ": ";
+  const std::string proc = "/proc/" + std::to_string(w.pid);
+  std::string stat = read_small(proc + "/stat");
+  // "pid (comm) S ...": the state follows the last ')'.
+  if (auto close = stat.rfind(')'); close != std::string::npos && close + 2 < stat.size()) {
+    log_line(r + "process " + std::to_string(w.pid) + " state " + stat.substr(close + 2, 1) +
+             ", waiting in " + read_small(proc + "/wchan"));
+  }
+  if (std::string spy = find_on_path("py-spy", w.spec.env); !spy.empty()) {
+    std::string text = run_capture({spy, "dump", "--pid", std::to_string(w.pid)}, 30);
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      log_line(r + "py-spy: " + text.substr(start, end - start));
+      start = end + 1;
+    }
+  } else {
+    log_line(r +
+             "no py-spy on PATH for its stacks (pip install py-spy; it needs "
+             "SYS_PTRACE)");
+  }
+  for (const auto& [k, v] : w.spec.env) {
+    if (k.rfind("NCCL_", 0) == 0) log_line(r + k + "=" + v);
+  }
+}
+
+std::string format_seconds(double s) {
+  if (s < 10 && std::abs(s - std::round(s)) >= 0.05) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1fs", s);
+    return buf;
+  }
+  const auto total = static_cast<long long>(std::llround(s));
+  if (total < 60) return std::to_string(total) + "s";
+  const long long h = total / 3600, m = total % 3600 / 60, sec = total % 60;
+  std::string out;
+  if (h) out += std::to_string(h) + "h";
+  if (m) out += std::to_string(m) + "m";
+  if (sec) out += std::to_string(sec) + "s";
+  return out;
+}
+
+// Writes `text` to `path` whole (a temporary file renamed into place).
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    log_line(errno_message("cannot write the stop file " + tmp));
+    return;
+  }
+  write_all(fd, text);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    log_line(errno_message("cannot write the stop file " + path));
   }
 }
 
@@ -144,6 +298,11 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
   std::string out;
 
   auto begin_stop = [&](int sig) {
+    if (!stopping && !stop_file_.empty()) {
+      // Before the signal, so that a worker that looks on SIGTERM finds it.
+      write_file_atomically(stop_file_, "stopping (" + signal_name(sig) + "): SIGKILL in " +
+                                            format_seconds(grace_s_) + "\n");
+    }
     for (auto& w : workers) {
       if (w.pid > 0) ::kill(-w.pid, sig);
     }
@@ -171,6 +330,7 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
     }
     SpawnRequest req{spec.argv, spec.env, o[1], e[1]};
     w.pid = spawner_.spawn(req);
+    w.active_ms = now_ms();
     ::close(o[1]);
     ::close(e[1]);
     w.out.fd = o[0];
@@ -192,6 +352,10 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
     return n;
   };
   bool reported_done = false;
+  const int64_t watchdog_ms = int64_t(std::llround(watchdog_s_ * 1000));
+  // How often the watchdog looks: a twentieth of its timeout, from 50 ms to 5 s.
+  const int64_t check_every = std::clamp<int64_t>(watchdog_ms / 20, 50, 5000);
+  int64_t next_check = watchdog_ms > 0 ? now_ms() + check_every : 0;
 
   auto reap = [&] {
     for (;;) {
@@ -219,12 +383,12 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
     }
     std::vector<pollfd> fds;
     fds.push_back({g_signal_pipe[0], POLLIN, 0});
-    std::vector<Stream*> streams;
+    std::vector<std::pair<Stream*, Running*>> streams;
     for (auto& w : workers) {
       for (Stream* s : {&w.out, &w.err}) {
         if (s->fd >= 0) {
           fds.push_back({s->fd, POLLIN, 0});
-          streams.push_back(s);
+          streams.push_back({s, &w});
         }
       }
     }
@@ -233,12 +397,16 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
     int timeout = -1;
     if (stopping && !killed) {
       timeout = static_cast<int>(std::max<int64_t>(kill_deadline - now_ms(), 0));
+    } else if (watchdog_ms > 0 && !stopping) {
+      timeout = static_cast<int>(std::max<int64_t>(next_check - now_ms(), 0));
     }
     int r = ::poll(fds.data(), fds.size(), timeout);
     if (r < 0 && errno != EINTR) throw LaunchError(1, errno_message("poll"));
 
     for (size_t i = 0; i < streams.size(); ++i) {
-      if (fds[1 + i].revents & (POLLIN | POLLHUP | POLLERR)) pump(*streams[i], out, 1 << 20);
+      if (fds[1 + i].revents & (POLLIN | POLLHUP | POLLERR)) {
+        if (pump(*streams[i].first, out, 1 << 20) > 0) streams[i].second->active_ms = now_ms();
+      }
     }
     if (fds[0].revents & POLLIN) {
       unsigned char sigs[64];
@@ -270,6 +438,33 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
       if (!(pf.revents & (POLLIN | POLLHUP | POLLERR))) continue;
       if (auto cause = peers.on_readable(pf.fd)) {
         fail(exit_status::kPeerFailed, "stopped because of a peer: " + *cause, false);
+      }
+    }
+    if (watchdog_ms > 0 && !stopping && now_ms() >= next_check) {
+      const int64_t now = now_ms();
+      next_check = now + check_every;
+      for (auto& w : workers) {
+        if (w.pid <= 0 || w.exited) continue;
+        // A touch since the last look (the mtime is wall-clock time, now_ms() is not).
+        if (const int64_t m = mtime_ms(w.spec.heartbeat_file); m != 0 && m != w.heartbeat_seen) {
+          w.heartbeat_seen = m;
+          w.active_ms = now;
+        }
+        if (now - w.active_ms < watchdog_ms) continue;
+        if (!out.empty()) {
+          write_all(output_fd_, out);  // its last lines first
+          out.clear();
+        }
+        const std::string cause = "rank " + std::to_string(w.spec.rank) + " hung: no output and " +
+                                  "no heartbeat for " +
+                                  format_seconds((now - w.active_ms) / 1000.0) +
+                                  " (watchdog timeout " + format_seconds(watchdog_s_) + ")";
+        log_line("watchdog: rank " + std::to_string(w.spec.rank) + " has had no output and no " +
+                 "heartbeat for " + format_seconds((now - w.active_ms) / 1000.0) +
+                 "; what it is doing:");
+        dump_hung(w);
+        fail(exit_status::kHung, cause, true);
+        break;
       }
     }
     if (stopping && !killed && now_ms() >= kill_deadline) {

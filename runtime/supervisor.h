@@ -20,6 +20,8 @@ struct WorkerSpec {
   int local_rank = 0;
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;
+  /// The file the worker touches to show progress (KTRAIN_HEARTBEAT_FILE; "" = none).
+  std::string heartbeat_file;
 };
 
 /// How the node ended: the launcher's exit status and the one-line cause
@@ -54,11 +56,23 @@ class Supervisor {
   /// and, on node 0, every node has reported (or a failure ended the job).
   Outcome run(const std::vector<WorkerSpec>& workers, PeerLink& peers);
 
+  /// The hang watchdog: a worker with no output and no touch of its heartbeat file
+  /// for `timeout_s` (from its start) is hung. Its state is logged (the process's
+  /// state and kernel wait, py-spy's stacks where py-spy is on PATH, its NCCL_*
+  /// variables), and the node ends with kHung (74), the others told. 0: off.
+  void set_watchdog(double timeout_s) { watchdog_s_ = timeout_s; }
+
+  /// The file made (with one line: why, and when SIGKILL comes) when the node starts
+  /// stopping, for workers that look for it between steps (KTRAIN_STOP_FILE). "" = none.
+  void set_stop_file(const std::string& path) { stop_file_ = path; }
+
  private:
   Spawner& spawner_;
   int output_fd_;
   double grace_s_;
   int node_rank_;
+  double watchdog_s_ = 0;
+  std::string stop_file_;
 };
 
 }  // namespace ktrain::launch

@@ -58,12 +58,15 @@ struct Run {
   std::string output;
 };
 
-Run supervise(const std::vector<WorkerSpec>& workers, PeerLink& peers, double grace = 30) {
+Run supervise(const std::vector<WorkerSpec>& workers, PeerLink& peers, double grace = 30,
+              double watchdog = 0, const std::string& stop_file = "") {
   char path[] = "/tmp/ktrain-sup-XXXXXX";
   int fd = ::mkstemp(path);
   REQUIRE(fd >= 0);
   ProcessSpawner spawner;
   Supervisor s(spawner, fd, grace, 0);
+  s.set_watchdog(watchdog);
+  s.set_stop_file(stop_file);
   Run r;
   r.outcome = s.run(workers, peers);
   ::close(fd);
@@ -158,4 +161,64 @@ TEST_CASE("supervisor: heavy concurrent output stays in whole lines") {
   CHECK(all_whole);
   CHECK(lines == 8000);
   CHECK(seen.size() == 8000);
+}
+
+TEST_CASE("supervisor: the watchdog ends a worker with no output and no heartbeat (74)") {
+  FakePeers peers;
+  char dir[] = "/tmp/ktrain-hb-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string hb = std::string(dir) + "/heartbeat.1";
+  // Rank 0 prints now and then, rank 1 only touches its heartbeat file, rank 2 is silent
+  // after its first line: rank 2 is the hung one, whatever the order of the checks.
+  WorkerSpec quiet =
+      sh(1, "i=0; while [ $i -lt 60 ]; do touch \"$HB\"; sleep 0.1; i=$((i+1)); done");
+  quiet.env.push_back({"HB", hb});
+  quiet.heartbeat_file = hb;
+  Run r =
+      supervise({sh(0, "i=0; while [ $i -lt 60 ]; do echo step $i; sleep 0.1; i=$((i+1)); done"),
+                 quiet, sh(2, "echo loading; exec sleep 30")},
+                peers, 5, 2.0);
+  CHECK(r.outcome.status == 74);
+  CHECK(r.outcome.cause.rfind("rank 2 hung: no output and no heartbeat for ", 0) == 0);
+  CHECK(r.outcome.cause.find("(watchdog timeout 2s)") != std::string::npos);
+  REQUIRE(peers.failed.size() == 1);
+  CHECK(peers.failed[0] == r.outcome.cause);
+  CHECK(r.output.find("[rank 2] loading\n") != std::string::npos);
+  ::unlink(hb.c_str());
+  ::rmdir(dir);
+}
+
+TEST_CASE("supervisor: with the watchdog on, workers that show progress run to the end") {
+  FakePeers peers;
+  char dir[] = "/tmp/ktrain-hb-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string hb = std::string(dir) + "/heartbeat.1";
+  WorkerSpec quiet =
+      sh(1, "i=0; while [ $i -lt 30 ]; do touch \"$HB\"; sleep 0.1; i=$((i+1)); done");
+  quiet.env.push_back({"HB", hb});
+  quiet.heartbeat_file = hb;
+  Run r = supervise(
+      {sh(0, "i=0; while [ $i -lt 30 ]; do echo step $i; sleep 0.1; i=$((i+1)); done"), quiet},
+      peers, 5, 2.0);
+  CHECK(r.outcome.status == 0);
+  CHECK(r.outcome.cause.empty());
+  CHECK(peers.done == 1);
+  ::unlink(hb.c_str());
+  ::rmdir(dir);
+}
+
+TEST_CASE("supervisor: a stop makes the stop file before the workers get SIGTERM") {
+  FakePeers peers;
+  char dir[] = "/tmp/ktrain-stop-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string stop = std::string(dir) + "/stop";
+  WorkerSpec w =
+      sh(0, "trap 'cat \"$STOP\" || echo no stop file; exit 0' TERM; while :; do sleep 0.05; done");
+  w.env.push_back({"STOP", stop});
+  // Rank 1 fails once rank 0 has its trap: the node stops.
+  Run r = supervise({w, sh(1, "sleep 0.5; exit 3")}, peers, 5, 0, stop);
+  CHECK(r.outcome.status == 3);
+  CHECK(r.output.find("[rank 0] stopping (SIGTERM): SIGKILL in 5s\n") != std::string::npos);
+  ::unlink(stop.c_str());
+  ::rmdir(dir);
 }
