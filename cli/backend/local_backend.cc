@@ -207,6 +207,10 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
       // Before the project's env, which may name another folder.
       run.env.insert(run.env.begin(), {"KTRAIN_CHECKPOINT_DIR", checkpoints});
     }
+    if (train.watchdog_s > 0) {
+      run.env.insert(run.env.begin(),
+                     {"KTRAIN_WATCHDOG_TIMEOUT", std::to_string(train.watchdog_s)});
+    }
     for (const auto& [k, v] : point.params) run.env.emplace_back(project::param_env_name(k), v);
     run.params = point.params;
     // Beyond train.sweep.parallel, a run waits: recorded, not started.

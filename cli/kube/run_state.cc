@@ -523,6 +523,12 @@ RunStatus describe_run(const json& job, const std::vector<json>& pods,
         limit = str(*c, {"resources", "limits", "memory"});
       }
       oom.add(limit, i);
+    } else if (rank.phase == "Failed" && rank.exit_code && *rank.exit_code == kExitHung &&
+               !rank.message.empty()) {
+      // The watchdog's cause: which worker, silent for how long.
+      std::string msg = rank.message;
+      while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+      failed.add("exit code 74 (the watchdog): " + msg, i);
     } else if (rank.phase == "Failed" && rank.exit_code && *rank.exit_code == kExitCudaDriver &&
                !rank.message.empty()) {
       // ktrain-launch's refusal names the node and both versions: said as it is.

@@ -88,6 +88,8 @@ std::string cuda_unschedulable(const nlohmann::json& pod, const std::vector<nloh
 /// ktrain-launch's exit status when the node's driver cannot run the image's CUDA
 /// version (ktrain-launch(1)).
 inline constexpr int kExitCudaDriver = 79;
+/// ktrain-launch's exit status when its watchdog found a worker hung.
+inline constexpr int kExitHung = 74;
 
 /// The name of the container that runs the work in a ktrain pod ("train").
 inline constexpr const char* kTrainContainer = "train";

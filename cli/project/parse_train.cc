@@ -56,6 +56,25 @@ void ProjectParser::train(const Value& v, Train& t) {
   if (const Value* x = field(v, "gracePeriod")) {
     if (auto g = c_.duration(*x, "train.gracePeriod", false)) t.grace_period_s = *g;
   }
+  if (const Value* x = field(v, "watchdog")) {
+    if (c_.map(*x, "train.watchdog", "{timeout: 15m}")) {
+      c_.check_keys(*x, "train.watchdog", "train.watchdog", kWatchdogKeys);
+      if (const Value* y = field(*x, "timeout")) {
+        if (auto d = c_.duration(*y, "train.watchdog.timeout", false)) {
+          if (*d < kMinWatchdogSeconds) {
+            c_.add(y->origin, "train.watchdog.timeout",
+                   "shorter than 1m: it would fire while the workers start (imports, loading "
+                   "data, NCCL's set-up print little); a step that prints nothing for long can "
+                   "touch KTRAIN_HEARTBEAT_FILE instead");
+          } else {
+            t.watchdog_s = *d;
+          }
+        }
+      } else {
+        c_.add(x->origin, "train.watchdog.timeout", "missing; like `timeout: 15m`");
+      }
+    }
+  }
   if (const Value* x = field(v, "preflight"))
     if (auto s = c_.one_of(*x, "train.preflight", kPreflights)) t.preflight = *s;
   if (const Value* x = field(v, "sweep")) sweep(*x, t);

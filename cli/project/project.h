@@ -78,6 +78,10 @@ struct RetryRule {
 /// (a peer's stop, a disruption, the launcher's configuration error) take 3.
 inline constexpr std::size_t kMaxRetryRules = 17;
 
+/// The shortest train.watchdog.timeout: a worker may print nothing while it starts
+/// (imports, the first batches, NCCL's set-up).
+inline constexpr std::int64_t kMinWatchdogSeconds = 60;
+
 /// `train`.
 struct Train {
   std::vector<std::string> command;   ///< required, non-empty
@@ -105,6 +109,9 @@ struct Train {
   std::optional<std::int64_t> ttl_s;       ///< ttlSecondsAfterFinished
   /// terminationGracePeriodSeconds: from SIGTERM (stop, delete, preemption) to SIGKILL.
   std::int64_t grace_period_s = 30;
+  /// train.watchdog.timeout: a worker with no output and no heartbeat for this long
+  /// is hung (KTRAIN_WATCHDOG_TIMEOUT); 0 = no watchdog.
+  std::int64_t watchdog_s = 0;
   std::string preflight = "quick";  ///< off | quick | full
   std::vector<SweepParam> sweep;    ///< empty = no sweep
   /// train.sweep.parallel: at most this many runs of the sweep at once; 0 = all.

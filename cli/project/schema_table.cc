@@ -241,6 +241,12 @@ std::vector<SectionSpec> make_sections() {
                            "(terminationGracePeriodSeconds): the time to save a checkpoint. "
                            "Default: 30s.",
             .example = R"("2m")"},
+           {.name = "watchdog",
+            .section = "watchdog",
+            .description = "The hang watchdog of ktrain-launch: a worker with no output and no "
+                           "touch of KTRAIN_HEARTBEAT_FILE for `timeout` is hung; the pod "
+                           "fails with exit 74 (see train.retry).",
+            .example = R"({"timeout": "15m"})"},
            {.name = "preflight",
             .kind = K::kEnum,
             .values = {"off", "quick", "full"},
@@ -253,6 +259,17 @@ std::vector<SectionSpec> make_sections() {
                            "value reaches its run as KTRAIN_PARAM_<NAME> and {name}. "
                            "`parallel: N` runs at most N at once.",
             .example = R"({"lr": ["0.1", "0.01"], "parallel": 1})"},
+       }},
+      {"watchdog",
+       "The hang watchdog.",
+       {
+           {.name = "timeout",
+            .kind = K::kDuration,
+            .required = true,
+            .min = 1,
+            .description = "How long a worker may go with no output and no heartbeat: at least "
+                           "1m (start-up prints little), like 15m.",
+            .example = R"("15m")"},
        }},
       {"retry",
        "A retry rule: exactly one of exitCodes, otherExitCodes or disruption, and an action.",

@@ -37,6 +37,11 @@ void train_limits(const Project& p, std::vector<TargetLimit>& out) {
                                  " needs target job or jobset");
   }
   if (target == "mpijob") {
+    if (t.watchdog_s > 0) {
+      limit("train.watchdog",
+            "mpirun starts the workers over SSH, not ktrain-launch, so nothing watches them; "
+            "use target job or jobset");
+    }
     if (t.preflight == "full") {
       limit("train.preflight",
             "mpirun starts the workers over SSH, not ktrain-launch, so no preflight runs; "

@@ -83,6 +83,8 @@ project::Project dev_project(const project::Project& project, const DevSettings&
   t.sweep.clear();
   t.sweep_parallel = 0;
   t.restarts = 0;
+  t.retry.clear();
+  t.watchdog_s = 0;  // a shell may sit quiet for hours
   t.deadline_s.reset();
   if (!t.ttl_s) t.ttl_s = kDevTtlSeconds;
   // A dev pod is where a broken GPU or NCCL gets looked at: nothing checks them first.

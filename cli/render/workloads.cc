@@ -285,6 +285,9 @@ ordered_json train_env(const project::Project& p, const std::string& run,
     env.push_back(env_value("KTRAIN_PREFLIGHT", t.preflight));
     env.push_back(env_value("KTRAIN_GRACE_PERIOD",
                             std::to_string(project::launcher_grace_seconds(t.grace_period_s))));
+    if (t.watchdog_s > 0) {
+      env.push_back(env_value("KTRAIN_WATCHDOG_TIMEOUT", std::to_string(t.watchdog_s)));
+    }
   }
   if (auto dir = project::checkpoint_dir(t.volumes); !dir.empty()) {
     env.push_back(env_value("KTRAIN_CHECKPOINT_DIR", dir));

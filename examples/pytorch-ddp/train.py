@@ -3,11 +3,20 @@
 
 ktrain-launch sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT, so
 init_process_group's env:// default works as under torchrun. Checkpoints are
-written by rank 0 at the end of each epoch; a restarted job resumes from the last.
+written by rank 0 at the end of each epoch (to a .tmp name, then renamed into
+place); a restarted job resumes from the one ktrain-launch names in
+KTRAIN_CHECKPOINT_LATEST. When the pods are stopped (preemption, ktrain stop, a
+failed peer), the launcher makes KTRAIN_STOP_FILE and then sends SIGTERM: each rank
+stops at the end of its step, rank 0 saves (DDP keeps every replica the same), and
+they exit 0 within train.gracePeriod. Touching KTRAIN_HEARTBEAT_FILE each step tells
+the hang watchdog (train.watchdog) that the rank progresses.
 """
 
 import argparse
 import os
+import pathlib
+import signal
+import sys
 import time
 
 import torch
@@ -22,7 +31,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 def parse_args():
     p = argparse.ArgumentParser()
     p.add_argument("--data", default="/data/imagenet")
-    p.add_argument("--checkpoint-dir", default="/ckpt")
+    p.add_argument("--checkpoint-dir", default=os.environ.get("KTRAIN_CHECKPOINT_DIR", "/ckpt"))
     p.add_argument("--epochs", type=int, default=90)
     p.add_argument("--batch-size", type=int, default=256, help="per GPU")
     p.add_argument("--lr", type=float, default=0.1, help="for a global batch of 256; scaled")
@@ -64,14 +73,46 @@ def main():
 
     start_epoch = 0
     ckpt_path = os.path.join(args.checkpoint_dir, "last.pt")
-    if os.path.exists(ckpt_path):
-        state = torch.load(ckpt_path, map_location=device)
+    resume = os.environ.get("KTRAIN_CHECKPOINT_LATEST", ckpt_path)
+    if os.path.isfile(resume):
+        state = torch.load(resume, map_location=device)
         model.module.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start_epoch = state["epoch"] + 1
         if rank == 0:
-            print(f"resuming from epoch {start_epoch}", flush=True)
+            print(f"resuming from epoch {start_epoch} ({resume})", flush=True)
+
+    def save(epoch):
+        if rank == 0:
+            os.makedirs(args.checkpoint_dir, exist_ok=True)
+            tmp = ckpt_path + ".tmp"
+            torch.save({"model": model.module.state_dict(), "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict(), "epoch": epoch}, tmp)
+            os.replace(tmp, ckpt_path)
+        dist.barrier()
+
+    # SIGTERM (the launcher's, after it made KTRAIN_STOP_FILE) ends the run at the end
+    # of the step instead of in the middle of it.
+    stop_file = os.environ.get("KTRAIN_STOP_FILE", "")
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    heartbeat = pathlib.Path(os.environ["KTRAIN_HEARTBEAT_FILE"]) \
+        if "KTRAIN_HEARTBEAT_FILE" in os.environ else None
+
+    def stopping():
+        return bool(stop_file) and os.path.exists(stop_file)
+
+    def stop(epoch, step):
+        # The epoch is not done: the checkpoint holds what it learned so far, and the
+        # epoch runs again from its start. No collective: the peers may be gone.
+        if rank == 0:
+            os.makedirs(args.checkpoint_dir, exist_ok=True)
+            tmp = ckpt_path + ".tmp"
+            torch.save({"model": model.module.state_dict(), "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict(), "epoch": epoch - 1}, tmp)
+            os.replace(tmp, ckpt_path)
+            print(f"stopped at epoch {epoch} step {step}: saved {ckpt_path}", flush=True)
+        sys.exit(0)
 
     train_set, val_set = datasets(args)
     sampler = DistributedSampler(train_set, shuffle=True)
@@ -83,7 +124,17 @@ def main():
         sampler.set_epoch(epoch)
         model.train()
         started = time.time()
-        for step, (images, labels) in enumerate(loader):
+        step = 0
+        batches = iter(loader)
+        while True:
+            try:
+                images, labels = next(batches)
+            except StopIteration:
+                break
+            except RuntimeError:
+                if stopping():  # the SIGTERM ended the loader's worker processes too
+                    stop(epoch, step)
+                raise
             images = images.to(device, non_blocking=True, memory_format=torch.channels_last)
             labels = labels.to(device, non_blocking=True)
             with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -94,6 +145,11 @@ def main():
             scaler.update()
             if rank == 0 and step % 100 == 0:
                 print(f"epoch {epoch} step {step}/{len(loader)} loss {loss.item():.4f}", flush=True)
+            if heartbeat is not None:
+                heartbeat.touch()
+            if stopping():
+                stop(epoch, step)
+            step += 1
         scheduler.step()
 
         if val_set is not None:
@@ -111,14 +167,9 @@ def main():
             if rank == 0:
                 print(f"epoch {epoch} top-1 {100 * correct[0] / correct[1]:.2f}%", flush=True)
 
+        save(epoch)
         if rank == 0:
-            os.makedirs(args.checkpoint_dir, exist_ok=True)
-            tmp = ckpt_path + ".tmp"
-            torch.save({"model": model.module.state_dict(), "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(), "epoch": epoch}, tmp)
-            os.replace(tmp, ckpt_path)
             print(f"epoch {epoch} done in {time.time() - started:.0f}s", flush=True)
-        dist.barrier()
 
     dist.destroy_process_group()
 

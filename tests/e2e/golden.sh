@@ -59,9 +59,9 @@ done
 # Each target (train.target, serve.target) of the examples: tests/golden/targets/
 # <example>@<target>.yaml.
 targets=(
-  "pytorch-ddp pytorchjob"
+  "pytorch-ddp pytorchjob --set train.retry=null"
   "pytorch-ddp jobset"
-  "pytorch-ddp mpijob --set train.command=[mpirun,python,train.py]"
+  "pytorch-ddp mpijob --set train.command=[mpirun,python,train.py] --set train.retry=null --set train.watchdog=null"
   "paddle-ocr jobset"
   "hello-ddp tfjob --set train.framework=tensorflow"
   "hello-ddp trainjob --set launcher.inject=never --set train.ttl=null"

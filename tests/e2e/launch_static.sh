@@ -21,7 +21,7 @@ for v in $(grep -o 'KTRAIN_[A-Z_]*\|JOB_COMPLETION_INDEX' "$WORK/help" | sort -u
          $(grep -o -- '--[a-z-]*' "$WORK/help" | sort -u); do
   grep -q -- "${v//-/\\\\-}\|$v" "$MAN" || fail "man page lacks $v"
 done
-for s in 75 76 77 78 79; do grep -q "^\.B $s\|^$s\b\|^\.IP $s\|\\fB$s\\fR" "$MAN" || fail "man page lacks exit status $s"; done
+for s in 74 75 76 77 78 79; do grep -q "^\.B $s\|^$s\b\|^\.IP $s\|\\fB$s\\fR" "$MAN" || fail "man page lacks exit status $s"; done
 if command -v groff >/dev/null; then
   warnings=$(groff -man -ww -z "$MAN" 2>&1 || true)
   [ -z "$warnings" ] || { echo "$warnings"; fail "groff warnings"; }

@@ -44,6 +44,7 @@ declare -A semantic=(
   [targets-train.yaml]="what train.target can express (its framework, train.runtime) is checked by the parser"
   [targets-trainjob.yaml]="what a TrainJob can express is checked by the parser"
   [targets-serve.yaml]="what serve.target kserve can express (runtime, nodes, metric) is checked by the parser"
+  [watchdog-target.yaml]="which train.target can take train.watchdog is checked by the parser"
   [retry-target.yaml]="which train.target can take train.retry is checked by the parser"
   [targets-serve-deployment.yaml]="serve.runtime needs target kserve, and the model URI's scheme, are checked by the parser"
 )

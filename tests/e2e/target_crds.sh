@@ -53,10 +53,10 @@ serve_targets=(kserve lws)
 # ---- Self-test: the CRD validator accepts a rendered PyTorchJob and rejects broken ones.
 self=$tmp/self
 "$ktrain" render -o json -f "$src/examples/pytorch-ddp/ktrain.yaml" --run-id st \
-  --set train.target=pytorchjob >"$self/render.json"
+  --set train.target=pytorchjob --set train.retry=null >"$self/render.json"
 # Through ktrain's own patches: Master.replicas becomes a string.
 "$ktrain" render -f "$src/examples/pytorch-ddp/ktrain.yaml" --run-id st-replicas \
-  --set train.target=pytorchjob \
+  --set train.target=pytorchjob --set train.retry=null \
   --set 'patches.PyTorchJob.spec.pytorchReplicaSpecs.Master.replicas="one"' >"$self/2-replicas.yaml"
 python3 - "$self" <<'PY'
 import copy, json, sys

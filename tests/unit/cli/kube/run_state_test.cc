@@ -430,3 +430,39 @@ TEST_CASE("run state: the launcher's refusal of an old driver (exit 79) is said 
             words);
   CHECK(st.ranks[0].exit_code == 79);
 }
+
+TEST_CASE("run state: a hung worker (exit 74) is said in the watchdog's words") {
+  const std::string words =
+      "rank 3 hung: no output and no heartbeat for 10m0s (watchdog timeout 10m)";
+  json failed = {
+      {"phase", "Failed"},
+      {"containerStatuses",
+       {{{"name", "train"},
+         {"state",
+          {{"terminated", {{"exitCode", 74}, {"reason", "Error"}, {"message", words + "\n"}}}}}}}}};
+  auto st = ktrain::kube::describe_run(
+      job("r", {{"failed", 1}, {"conditions", {{{"type", "Failed"}, {"status", "True"}}}}}, 1),
+      {pod("r-0", 0, failed)}, {});
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0] == "rank 0 failed with exit code 74 (the watchdog): " + words);
+}
+
+TEST_CASE("run state: a run a pod failure rule ended says so, in the Job controller's words") {
+  const std::string words =
+      "Container train for pod default/r-0-abcde failed with exit code 3 matching FailJob rule "
+      "at index 1";
+  auto st = ktrain::kube::describe_run(job("r",
+                                           {{"failed", 1},
+                                            {"conditions",
+                                             {{{"type", "Failed"},
+                                               {"status", "True"},
+                                               {"reason", "PodFailurePolicy"},
+                                               {"message", words}}}}},
+                                           1),
+                                       {}, {});
+  REQUIRE(!st.explanations.empty());
+  CHECK(st.explanations[0] ==
+        "a pod failure rule failed the run at once, without retries (train.retry, in order, then "
+        "exit 78: the launcher's configuration error): " +
+            words);
+}
