@@ -271,7 +271,8 @@ void release_sweep(Env& env, backend::Backend& be, const std::string& sweep,
 
 int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::string>& runs,
                   std::optional<std::chrono::seconds> timeout, bool follow,
-                  const std::function<bool()>& abort) {
+                  const std::function<bool()>& abort,
+                  const std::function<void(const backend::RunStatus&)>& on_end) {
   const auto start = env.clock->steady_now();
   // Following, Ctrl-C stops the follow (the runs go on) with every line received printed.
   std::optional<StopOnSignal> stop_on_signal;
@@ -347,6 +348,7 @@ int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::st
     } else if (!env.global.quiet) {
       *env.err << "ktrain: run " << run << " succeeded\n";
     }
+    if (on_end) on_end(st);
   }
   return status;
 }

@@ -70,9 +70,12 @@ void release_sweep(Env& env, backend::Backend& be, const std::string& sweep,
 /// rank failed first, why, and the last lines of its log. Returns 124 when
 /// `timeout` passes first.
 /// `abort`, polled while waiting, ends the wait early (exit 1) when it says so.
+/// `on_end`, when set, is called with each run's status once it has ended (not on a
+/// timeout, an interruption or an abort: the run goes on).
 int wait_for_runs(Env& env, backend::Backend& backend, const std::vector<std::string>& runs,
                   std::optional<std::chrono::seconds> timeout, bool follow,
-                  const std::function<bool()>& abort = nullptr);
+                  const std::function<bool()>& abort = nullptr,
+                  const std::function<void(const backend::RunStatus&)>& on_end = nullptr);
 
 /// Parses a --timeout value ("90s", "10m", "2h"); throws UsageError.
 std::chrono::seconds parse_timeout_flag(const std::string& flag, const std::string& value);

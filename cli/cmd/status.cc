@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/timefmt.h"
+#include "cmd/notify.h"
 #include "cmd/run_common.h"
 
 namespace ktrain::cmd {
@@ -22,11 +23,15 @@ struct StatusOptions {
   std::string run;
 
   bool watch = false;
+  std::string on_finish;  ///< --on-finish: a command for the run's end
 
   int run_status(Env& env) const {
     const std::string& o = env.global.output;
     if (!o.empty() && o != "table" && o != "wide" && o != "json" && o != "yaml") {
       throw UsageError("-o " + o + ": status prints table, wide, json or yaml");
+    }
+    if (!on_finish.empty() && !watch) {
+      throw UsageError("--on-finish runs when the watched run ends: add --watch");
     }
     // A local run or sweep of that name first, then as for submit.
     auto be = open_backend_for_sweep(env, target, run);
@@ -48,9 +53,16 @@ struct StatusOptions {
       print(env, *st, o, false);
       return exit_code::kOk;
     }
-    if (auto sb = watched_sweep(env, *be)) return watch_sweep(env, *sb, o);
+    if (auto sb = watched_sweep(env, *be)) {
+      if (!on_finish.empty()) {
+        throw UsageError("--on-finish watches one run; " + run +
+                         " is a sweep (ktrain submit --wait --on-finish runs it for each run)");
+      }
+      return watch_sweep(env, *sb, o);
+    }
     // --watch: redrawn when something changed; ends with the run.
     backend::RunState final_state = backend::RunState::kUnknown;
+    std::optional<backend::RunStatus> last;
     bool first = true;
     be->watch_status(
         run,
@@ -66,9 +78,14 @@ struct StatusOptions {
           print(env, st, o, true);
           env.out->flush();
           final_state = st.summary.state;
+          if (!on_finish.empty()) last = st;
           return static_cast<bool>(*env.out);
         },
         nullptr);
+    if (last && (final_state == backend::RunState::kSucceeded ||
+                 final_state == backend::RunState::kFailed)) {
+      notify_finish(env, Notify{on_finish, ""}, *last);
+    }
     return final_state == backend::RunState::kFailed ? exit_code::kFailed : exit_code::kOk;
   }
 
@@ -280,6 +297,10 @@ void add_status_command(CLI::App& app, Env& env, CommandResult& result) {
   opts->target.add_to(*sub);
   sub->add_flag("-w,--watch", opts->watch,
                 "Redraw whenever the status changes, until the run ends (exit 1 if it failed)");
+  sub->add_option("--on-finish", opts->on_finish,
+                  "With --watch: run this shell command when the run ends, with KTRAIN_RUN, "
+                  "KTRAIN_NAMESPACE, KTRAIN_STATE and KTRAIN_EXIT_CODE set")
+      ->type_name("CMD");
   sub->callback([opts, &env, &result] { result.status = opts->run_status(env); });
 }
 

@@ -13,6 +13,7 @@
 #include "base/progress.h"
 #include "cmd/build.h"
 #include "cmd/built_image.h"
+#include "cmd/notify.h"
 #include "cmd/project_flags.h"
 #include "cmd/render.h"
 #include "cmd/run_common.h"
@@ -44,6 +45,7 @@ struct SubmitOptions {
   std::vector<std::string> insecure_registries;
   std::string platform = "linux/amd64";
   std::string push_launcher;  ///< --push-launcher: where the launcher image goes
+  std::string on_finish;      ///< --on-finish: a command for each run's end
 
   std::optional<std::chrono::seconds> timeout_s;
 
@@ -59,6 +61,9 @@ struct SubmitOptions {
       throw UsageError("--dry-run=" + dry_run + ": expected client, server or none");
     }
     if (dry_run == "none") dry_run.clear();
+    if (!on_finish.empty() && !wait && !follow) {
+      throw UsageError("--on-finish runs when a waited-for run ends: add --wait or --follow");
+    }
     if (!dry_run.empty() && (wait || follow)) {
       throw UsageError("--dry-run cannot be combined with --wait or --follow");
     }
@@ -176,7 +181,15 @@ struct SubmitOptions {
       if (waits) release_sweep(env, *be, sweep, r.runs, parallel, nullptr);
       return exit_code::kOk;
     }
-    if (!waits) return wait_for_runs(env, *be, r.runs, timeout_s, follow);
+    // train.notify (or --on-finish) when each run ends.
+    Notify notify;
+    if (project.train) notify = {project.train->notify_command, project.train->notify_url};
+    if (!on_finish.empty()) notify.command = on_finish;
+    std::function<void(const backend::RunStatus&)> on_end;
+    if (!notify.empty()) {
+      on_end = [&env, notify](const backend::RunStatus& st) { notify_finish(env, notify, st); };
+    }
+    if (!waits) return wait_for_runs(env, *be, r.runs, timeout_s, follow, nullptr, on_end);
     // The waiting runs are started while the others are waited for (or followed).
     // If they cannot be started, waiting for them is in vain: the wait ends, and the
     // error is said.
@@ -192,8 +205,8 @@ struct SubmitOptions {
     });
     int status = exit_code::kOk;
     try {
-      status =
-          wait_for_runs(env, *be, r.runs, timeout_s, follow, [&failed] { return failed.load(); });
+      status = wait_for_runs(
+          env, *be, r.runs, timeout_s, follow, [&failed] { return failed.load(); }, on_end);
     } catch (...) {
       done = true;
       releaser.join();
@@ -238,6 +251,11 @@ void add_submit_command(CLI::App& app, Env& env, CommandResult& result) {
                   "With --build: platform of the base image (default linux/amd64)");
   sub->add_option("--timeout", opts->timeout,
                   "With --wait/--follow: give up after this long (exit 124)");
+  sub->add_option("--on-finish", opts->on_finish,
+                  "With --wait/--follow: run this shell command when each run ends, with "
+                  "KTRAIN_RUN, KTRAIN_NAMESPACE, KTRAIN_STATE and KTRAIN_EXIT_CODE set "
+                  "(instead of train.notify.command)")
+      ->type_name("CMD");
   sub->callback([opts, &env, &result] {
     opts->output_format = env.global.output;
     opts->validate();

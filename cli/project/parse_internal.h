@@ -45,6 +45,7 @@ inline const Keys kTrainKeys = key_names("train");
 inline const Keys kVolumeKeys = key_names("volume");
 inline const Keys kRetryKeys = key_names("retry");
 inline const Keys kWatchdogKeys = key_names("watchdog");
+inline const Keys kNotifyKeys = key_names("notify");
 inline const Keys kRetryActions = project_key("retry", "action").values;
 inline const Keys kSchedulingKeys = key_names("scheduling");
 inline const Keys kTolerationKeys = key_names("toleration");

@@ -56,6 +56,34 @@ void ProjectParser::train(const Value& v, Train& t) {
   if (const Value* x = field(v, "gracePeriod")) {
     if (auto g = c_.duration(*x, "train.gracePeriod", false)) t.grace_period_s = *g;
   }
+  if (const Value* x = field(v, "notify")) {
+    if (c_.map(*x, "train.notify", "{command: ./notify.sh}")) {
+      c_.check_keys(*x, "train.notify", "train.notify", kNotifyKeys);
+      if (const Value* y = field(*x, "command")) {
+        if (auto s = c_.scalar(*y, "train.notify.command", "a shell command")) {
+          if (s->empty()) {
+            c_.add(y->origin, "train.notify.command", "empty; a shell command, or leave it out");
+          } else {
+            t.notify_command = *s;
+          }
+        }
+      }
+      if (const Value* y = field(*x, "url")) {
+        if (auto s = c_.scalar(*y, "train.notify.url", "an http(s) URL")) {
+          if (s->rfind("https://", 0) != 0 && s->rfind("http://", 0) != 0) {
+            c_.expected(*y, "train.notify.url", "an http:// or https:// URL");
+          } else if (s->find_first_of(" \t\r\n") != std::string::npos) {
+            c_.expected(*y, "train.notify.url", "a URL without spaces");
+          } else {
+            t.notify_url = *s;
+          }
+        }
+      }
+      if (!field(*x, "command") && !field(*x, "url")) {
+        c_.add(x->origin, "train.notify", "empty; give a command, a url or both");
+      }
+    }
+  }
   if (const Value* x = field(v, "watchdog")) {
     if (c_.map(*x, "train.watchdog", "{timeout: 15m}")) {
       c_.check_keys(*x, "train.watchdog", "train.watchdog", kWatchdogKeys);

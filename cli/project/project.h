@@ -116,6 +116,9 @@ struct Train {
   std::vector<SweepParam> sweep;    ///< empty = no sweep
   /// train.sweep.parallel: at most this many runs of the sweep at once; 0 = all.
   int sweep_parallel = 0;
+  /// train.notify: what `submit --wait` does when a run ends ("" = nothing).
+  std::string notify_command;  ///< run with /bin/sh -c
+  std::string notify_url;      ///< gets a JSON POST
 };
 
 /// How long ktrain-launch gives its workers after passing SIGTERM on, before SIGKILL,

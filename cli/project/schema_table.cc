@@ -247,6 +247,12 @@ std::vector<SectionSpec> make_sections() {
                            "touch of KTRAIN_HEARTBEAT_FILE for `timeout` is hung; the pod "
                            "fails with exit 74 (see train.retry).",
             .example = R"({"timeout": "15m"})"},
+           {.name = "notify",
+            .section = "notify",
+            .description = "When `submit --wait` (or --follow) sees a run end: a command to "
+                           "run and/or a webhook to POST to, with the run's name, state and "
+                           "exit code.",
+            .example = R"({"command": "notify-send \"$KTRAIN_RUN $KTRAIN_STATE\""})"},
            {.name = "preflight",
             .kind = K::kEnum,
             .values = {"off", "quick", "full"},
@@ -259,6 +265,20 @@ std::vector<SectionSpec> make_sections() {
                            "value reaches its run as KTRAIN_PARAM_<NAME> and {name}. "
                            "`parallel: N` runs at most N at once.",
             .example = R"({"lr": ["0.1", "0.01"], "parallel": 1})"},
+       }},
+      {"notify",
+       "What to do when a waited-for run ends.",
+       {
+           {.name = "command",
+            .kind = K::kText,
+            .description = "Run with /bin/sh -c, with KTRAIN_RUN, KTRAIN_NAMESPACE, "
+                           "KTRAIN_STATE and KTRAIN_EXIT_CODE set (--on-finish overrides it).",
+            .example = R"("echo \"$KTRAIN_RUN: $KTRAIN_STATE\" | mail -s ktrain me@example.com")"},
+           {.name = "url",
+            .kind = K::kText,
+            .description = "An http(s) URL that gets {run, namespace, state, exitCode, text} as "
+                           "JSON (a Slack incoming webhook shows the text).",
+            .example = R"("https://hooks.slack.com/services/T000/B000/XXXX")"},
        }},
       {"watchdog",
        "The hang watchdog.",

@@ -3,7 +3,8 @@
 # KTRAIN_STOP_FILE before SIGTERM, so the rank saves a checkpoint and exits; resume
 # starts it again with KTRAIN_CHECKPOINT_LATEST naming that checkpoint (a half-written
 # one left out); the hang watchdog ends a silent rank with 74, status and logs say
-# which rank hung, and a rank that only touches KTRAIN_HEARTBEAT_FILE is not hung.
+# which rank hung, and a rank that only touches KTRAIN_HEARTBEAT_FILE is not hung;
+# train.notify and --on-finish run a command and POST to a webhook when a run ends.
 set -euo pipefail
 : "${KTRAIN_BUILD:?set KTRAIN_BUILD to the build folder}"
 ktrain="$KTRAIN_BUILD/ktrain"
@@ -114,4 +115,85 @@ ok "hung: exit 74, status and logs say which rank"
 "$ktrain" submit --local -f wd.yaml --run-id b --set train.env.MODE=beat --wait >out 2>err ||
   fail "a rank that touches its heartbeat for 6s, silent: $(cat out err)"
 ok "heartbeat: 6s with no output, watchdog 3s, succeeded"
+echo "== notify: a command and a webhook when a waited-for run ends"
+# A webhook that keeps what it is sent (one POST a file), on a free port.
+cat >hook.py <<'PY'
+import http.server, os, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        n = len(os.listdir(sys.argv[1]))
+        with open(os.path.join(sys.argv[1], "post%d" % n), "wb") as f:
+            f.write(self.headers.get("Content-Type", "").encode() + b"\n" + body)
+        self.send_response(int(sys.argv[2]))
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+mkdir posts
+python3 hook.py posts 200 >port &
+hook=$!
+trap 'kill $hook 2>/dev/null; for r in $("$ktrain" list --local -o name 2>/dev/null); do "$ktrain" delete --local "$r" >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
+wait_for 10 "the webhook's port" test -s port
+cat >nt.yaml <<YAML
+name: nt
+image: registry.example.com/nt:1
+train:
+  command: [sh, -c, 'echo hi; exit \$CODE']
+  framework: none
+  env: {CODE: "0"}
+  notify:
+    command: 'echo "\$KTRAIN_RUN \$KTRAIN_STATE \$KTRAIN_EXIT_CODE" >>"$work/proj/ended"; echo said'
+    url: http://127.0.0.1:$(cat port)/hook
+YAML
+"$ktrain" submit --local -f nt.yaml --run-id a --wait -o json >out 2>err || fail "nt-a: $(cat out err)"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' out || fail "stdout is the JSON alone: $(cat out)"
+grep -q '^said$' err || fail "the command's output goes to stderr: $(cat err)"
+set +e
+"$ktrain" submit --local -f nt.yaml --run-id b --wait --set train.env.CODE=3 >out 2>err
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "a failed run: exit $rc: $(cat out err)"
+[ "$(cat ended)" = "$(printf 'nt-a Succeeded 0\nnt-b Failed 3')" ] || fail "the command saw: $(cat ended)"
+python3 - posts <<'PY' || fail "the webhook got: $(cat posts/*)"
+import json, os, sys
+posts = [open(os.path.join(sys.argv[1], "post%d" % i)).read().split("\n", 1) for i in range(2)]
+assert all(p[0] == "application/json" for p in posts), posts
+a, b = (json.loads(p[1]) for p in posts)
+assert (a["run"], a["state"], a["exitCode"]) == ("nt-a", "Succeeded", 0), a
+assert a["text"] == "ktrain: run nt-a succeeded", a
+assert (b["run"], b["state"], b["exitCode"]) == ("nt-b", "Failed", 3), b
+assert b["text"].startswith("ktrain: run nt-b Failed, exit code 3: "), b
+PY
+ok "train.notify: the command and the webhook, for a success and a failure"
+# --on-finish instead of the project's command; one that fails is a warning, and the
+# run's outcome decides the exit status. A webhook that answers 500 too.
+kill $hook; wait $hook 2>/dev/null || true
+python3 hook.py posts 500 >port2 &
+hook=$!
+wait_for 10 "the webhook's port" test -s port2
+"$ktrain" submit --local -f nt.yaml --run-id c --wait --on-finish 'exit 4' \
+  --set "train.notify.url=http://127.0.0.1:$(cat port2)/hook" >out 2>err || fail "nt-c: $(cat out err)"
+grep -q "warning: the command for the run's end (exit 4) exited 4" err || fail "--on-finish failed: $(cat err)"
+grep -q "warning: the webhook of train.notify.url answered 500" err || fail "the webhook's 500: $(cat err)"
+[ "$(wc -l <ended)" = 2 ] || fail "--on-finish replaces the project's command: $(cat ended)"
+ok "--on-finish: a failing command and a failing webhook are warnings; exit 0 with the run"
+# status --watch --on-finish.
+"$ktrain" submit --local -f nt.yaml --run-id d --set train.command='[sh, -c, "sleep 1; exit 5"]' >/dev/null
+set +e
+"$ktrain" status --local nt-d --watch -o json --on-finish 'echo "watched $KTRAIN_RUN $KTRAIN_EXIT_CODE" >watched' >out 2>err
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "status --watch of a failed run: exit $rc: $(cat err)"
+[ "$(cat watched)" = "watched nt-d 5" ] || fail "status --watch --on-finish: $(cat watched 2>&1) $(cat err)"
+ok "status --watch --on-finish"
+set +e
+"$ktrain" submit --local -f nt.yaml --run-id e --on-finish true >out 2>err; rc1=$?
+"$ktrain" status --local nt-a --on-finish true >out 2>err; rc2=$?
+set -e
+[ "$rc1$rc2" = 22 ] || fail "--on-finish without --wait / --watch: exits $rc1 $rc2"
+ok "--on-finish without a wait: usage errors"
 echo PASS

@@ -45,6 +45,7 @@ declare -A semantic=(
   [targets-trainjob.yaml]="what a TrainJob can express is checked by the parser"
   [targets-serve.yaml]="what serve.target kserve can express (runtime, nodes, metric) is checked by the parser"
   [watchdog-target.yaml]="which train.target can take train.watchdog is checked by the parser"
+  [notify-empty.yaml]="an empty train.notify says nothing: the parser asks for a command or url"
   [retry-target.yaml]="which train.target can take train.retry is checked by the parser"
   [targets-serve-deployment.yaml]="serve.runtime needs target kserve, and the model URI's scheme, are checked by the parser"
 )

@@ -92,7 +92,7 @@ TEST_CASE("schema table: sections are where the parser finds them") {
   for (const auto& [path, section] : section_paths()) paths.push_back(path + "=" + section->name);
   CHECK(paths == std::vector<std::string>{
                      "=project", "image=image", "image.build=build", "train=train",
-                     "train.volumes[]=volume", "train.retry[]=retry", "scheduling=scheduling",
+                     "train.volumes[]=volume", "train.retry[]=retry", "train.watchdog=watchdog", "train.notify=notify", "scheduling=scheduling",
                      "scheduling.tolerations[]=toleration", "security=security",
                      "launcher=launcher", "serve=serve", "serve.model=model",
                      "serve.volumes[]=volume", "serve.autoscale=autoscale",
@@ -174,6 +174,7 @@ TEST_CASE("schema table: the parser reports missing exactly the keys marked requ
       {"metric", "serve.autoscale.metric={}"},
       {"probe", "serve.readiness={\"port\": 8080}"},
       {"retry", "train.retry=[{\"exitCodes\": [3]}]"},
+      {"watchdog", "train.watchdog={}"},
   };
   for (const auto& [section_path, section] : section_paths()) {
     std::vector<std::string> required;
