@@ -267,6 +267,33 @@ expect_eq "$(kubectl get job retry-b -o jsonpath='{.status.conditions[?(@.type==
 k_ok "delete retry-a" delete retry-a
 k_ok "delete retry-b" delete retry-b
 
+echo "== the hang watchdog on the kubelet: exit 74, the termination message, status"
+# train.watchdog.timeout is at least 1m; the launcher's variable sets seconds for a test.
+cat >proj/hang.yaml <<YAML
+name: hang
+image: $ref
+train:
+  command: [sh, -c, 'echo "loading"; exec sleep 600']
+  framework: none
+  nodes: 1
+  gpus: 0
+  preflight: "off"
+  env: {KTRAIN_WATCHDOG_TIMEOUT: "3"}
+launcher:
+  inject: never
+YAML
+k submit -f proj/hang.yaml --run-id a --wait --timeout 120s
+expect_eq "$rc" 1 "a hung rank fails the run"
+expect_contains "$err" "rank 0 hung: no output and no heartbeat for" "submit --wait says which rank hung"
+expect_eq "$(kubectl get pod -l ktrain.dev/run=hang-a -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.exitCode}')" \
+  "74" "the kubelet saw exit 74"
+k_ok "status of the hung run" status hang-a
+expect_contains "$out" "failed with exit code 74 (the watchdog): rank 0 hung: no output and no heartbeat for" \
+  "status: the watchdog's words, from the termination message"
+k_ok "logs of the hung run" logs hang-a
+expect_contains "$out" "watchdog: rank 0 has had no output and no heartbeat for" "logs: the watchdog's dump"
+k_ok "delete hang-a" delete hang-a
+
 echo "== delete leaves nothing"
 k_ok "delete real-a" delete real-a
 k_ok "delete real-b" delete real-b
@@ -274,5 +301,5 @@ k_ok "delete hello-ddp-a" delete hello-ddp-a
 k_ok "delete oom-a" delete oom-a
 k_ok "delete stock-a" delete stock-a
 k8s_wait "nothing of the runs to be left" 90 sh -c \
-  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (bare-a,bare-b,bare-c,real-a,real-b,hello-ddp-a,real-h,real-dev,bare-dev,web,oom-a,stock-a,retry-a,retry-b)' -o name 2>/dev/null)\" ]"
+  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (bare-a,bare-b,bare-c,real-a,real-b,hello-ddp-a,real-h,real-dev,bare-dev,web,oom-a,stock-a,retry-a,retry-b,hang-a)' -o name 2>/dev/null)\" ]"
 echo "PASS"

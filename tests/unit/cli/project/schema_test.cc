@@ -90,14 +90,27 @@ std::string wrong_value(const KeySpec& k) {
 TEST_CASE("schema table: sections are where the parser finds them") {
   std::vector<std::string> paths;
   for (const auto& [path, section] : section_paths()) paths.push_back(path + "=" + section->name);
-  CHECK(paths == std::vector<std::string>{
-                     "=project", "image=image", "image.build=build", "train=train",
-                     "train.volumes[]=volume", "train.retry[]=retry", "train.watchdog=watchdog", "train.notify=notify", "scheduling=scheduling",
-                     "scheduling.tolerations[]=toleration", "security=security",
-                     "launcher=launcher", "serve=serve", "serve.model=model",
-                     "serve.volumes[]=volume", "serve.autoscale=autoscale",
-                     "serve.autoscale.metric=metric", "serve.readiness=probe",
-                     "serve.liveness=probe", "serve.startup=probe", "serve.rollout=rollout"});
+  CHECK(paths == std::vector<std::string>{"=project",
+                                          "image=image",
+                                          "image.build=build",
+                                          "train=train",
+                                          "train.volumes[]=volume",
+                                          "train.retry[]=retry",
+                                          "train.watchdog=watchdog",
+                                          "train.notify=notify",
+                                          "scheduling=scheduling",
+                                          "scheduling.tolerations[]=toleration",
+                                          "security=security",
+                                          "launcher=launcher",
+                                          "serve=serve",
+                                          "serve.model=model",
+                                          "serve.volumes[]=volume",
+                                          "serve.autoscale=autoscale",
+                                          "serve.autoscale.metric=metric",
+                                          "serve.readiness=probe",
+                                          "serve.liveness=probe",
+                                          "serve.startup=probe",
+                                          "serve.rollout=rollout"});
   CHECK(free_form_map_paths() == std::vector<std::string>{"labels", "image.build.env", "train.env",
                                                           "scheduling.nodeSelector", "serve.env"});
   // Every section is reached from the top level.
