@@ -22,6 +22,7 @@
 #include "net/curl_transport.h"
 #include "project/sweep.h"
 #include "render/workloads.h"
+#include "runtime/checkpoint.h"
 
 namespace ktrain::backend {
 
@@ -314,6 +315,15 @@ RunStatus LocalBackend::status(const std::string& name) {
       r.message.clear();
     }
     st.ranks.push_back(std::move(r));
+  }
+  // The checkpoint a resume starts from, as the launcher chooses it.
+  for (const auto& [k, v] : run.env) {
+    if (k != "KTRAIN_CHECKPOINT_DIR") continue;
+    if (auto c = launch::latest_checkpoint(v)) {
+      st.checkpoint = c->path;
+      st.checkpoint_written = std::chrono::system_clock::from_time_t(c->mtime_unix);
+    }
+    break;
   }
   if (run.state == RunState::kSucceeded) st.conditions.push_back("Complete");
   if (run.state == RunState::kFailed) {

@@ -33,6 +33,7 @@ std::string status_fingerprint(const RunStatus& s) {
   f += '\x1e';
   for (const auto& e : s.explanations) add(e);
   f += '\x1e';
+  add(s.checkpoint);  // a new checkpoint (its age alone does not count)
   for (const auto& r : s.ranks) {
     add(std::to_string(r.index));
     add(r.pod);

@@ -57,6 +57,10 @@ struct RunStatus {
   std::optional<std::chrono::system_clock::time_point> finished;
   /// The image the run's training container runs ("" = not known: a local run).
   std::string image;
+  /// The checkpoint a restart would resume from ("" = none, or not known: a cluster
+  /// run's volume is not readable from here) and when it was written.
+  std::string checkpoint;
+  std::optional<std::chrono::system_clock::time_point> checkpoint_written;
 };
 
 /// A string that changes exactly when something `ktrain status` shows changes (not

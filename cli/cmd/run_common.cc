@@ -385,6 +385,10 @@ nlohmann::ordered_json to_json(const backend::RunStatus& s,
   j["explanations"] = s.explanations;
   if (s.started) j["started"] = format_rfc3339(*s.started);
   if (s.finished) j["finished"] = format_rfc3339(*s.finished);
+  if (!s.checkpoint.empty()) {
+    j["checkpoint"] = {{"path", s.checkpoint}};
+    if (s.checkpoint_written) j["checkpoint"]["written"] = format_rfc3339(*s.checkpoint_written);
+  }
   j["firstFailedRank"] = s.first_failed >= 0 ? nlohmann::ordered_json(s.first_failed) : nullptr;
   auto& ranks = j["ranks"] = nlohmann::ordered_json::array();
   for (const auto& r : s.ranks) {

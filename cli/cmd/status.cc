@@ -267,6 +267,12 @@ struct StatusOptions {
       *env.out << fmt::format("Duration:   {}\n", format_age(*st.finished - *st.started));
     }
     if (!conditions.empty()) *env.out << fmt::format("Conditions: {}\n", conditions);
+    if (!st.checkpoint.empty()) {
+      *env.out << fmt::format(
+          "Checkpoint: {}{}\n", st.checkpoint,
+          st.checkpoint_written ? " (written " + format_age(now - *st.checkpoint_written) + " ago)"
+                                : "");
+    }
     for (const auto& e : st.explanations) *env.out << fmt::format("Why:        {}\n", e);
     size_t pod_w = 3, node_w = 4;
     for (const auto& r : st.ranks) {

@@ -71,6 +71,10 @@ grep -q "\[rank 0\] stop file: stopping (SIGTERM): SIGKILL in 15s" <<<"$logs" ||
 grep -q "\[rank 0\] got SIGTERM" <<<"$logs" || fail "SIGTERM after the stop file: $logs"
 saved=$(ls "$ckpt")
 [[ $saved =~ ^step-[0-9]+$ ]] || fail "checkpoint folder: $saved"
+status=$("$ktrain" status --local ck-a)
+grep -qE "^Checkpoint: $ckpt/$saved \(written [0-9]+s ago\)$" <<<"$status" || fail "status: the checkpoint: $status"
+[ "$("$ktrain" status --local ck-a -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["checkpoint"]["path"])')" = "$ckpt/$saved" ] ||
+  fail "status -o json: the checkpoint"
 ok "stop: the stop file, SIGTERM, $saved saved"
 
 echo "== resume: KTRAIN_CHECKPOINT_LATEST is the newest finished checkpoint"
