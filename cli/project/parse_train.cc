@@ -22,8 +22,18 @@ void ProjectParser::train(const Value& v, Train& t) {
     if (auto s = c_.one_of(*x, "train.target", kTrainTargets)) t.target = *s;
   if (const Value* x = field(v, "runtime"))
     if (auto s = c_.dns_subdomain(*x, "train.runtime", 253, "torch-distributed")) t.runtime = *s;
-  if (const Value* x = field(v, "nodes"))
-    if (auto n = c_.whole(*x, "train.nodes", 1)) t.nodes = *n;
+  if (const Value* x = field(v, "nodes")) {
+    if (const auto dots = x->text.find(".."); x->kind == Kind::kScalar && dots != std::string::npos) {
+      // min..max: elastic training, which the rendezvous does not do.
+      c_.add(x->origin, "train.nodes",
+             "elastic nodes (" + x->text +
+                 ") are not supported: ktrain-launch's rendezvous starts the workers once "
+                 "every node has joined, and a run keeps its node count; give a fixed count "
+                 "(a failed node's pod is retried as train.retry and train.restarts say)");
+    } else if (auto n = c_.whole(*x, "train.nodes", 1)) {
+      t.nodes = *n;
+    }
+  }
   if (const Value* x = field(v, "gpus"))
     if (auto n = c_.whole(*x, "train.gpus", 0)) t.gpus = *n;
   if (const Value* x = field(v, "processesPerNode"))
