@@ -150,6 +150,14 @@ void fill_cuda_from_image(Env& env, project::Project& project,
   }
 }
 
+void add_push_launcher_flag(CLI::App& sub, std::string& to) {
+  sub.add_option("--push-launcher", to,
+                 "Push the launcher image (ktrain-launch, for images without it) to this "
+                 "repository[:tag] and use it by digest; by default it goes beside "
+                 "image.build.repository when the project names no launcher.image")
+      ->type_name("REF");
+}
+
 void check_push_launcher_flag(const std::string& ref) {
   if (std::string problem = image_ref_problem(ref); !problem.empty()) {
     throw UsageError("--push-launcher " + ref + ": " + problem);

@@ -54,6 +54,9 @@ struct LauncherPush {
   std::string verb = "submit";  ///< the command whose flag the refusal names
 };
 
+/// Adds --push-launcher REF to `sub` (submit, dev), into `to`.
+void add_push_launcher_flag(CLI::App& sub, std::string& to);
+
 /// Checks --push-launcher REF as a command line gives it: a repository[:tag], not a
 /// digest. Throws UsageError.
 void check_push_launcher_flag(const std::string& ref);

@@ -497,11 +497,7 @@ void add_dev_command(CLI::App& app, Env& env, CommandResult& result) {
   sub->add_option("--timeout", opts->timeout, "Give up waiting for the pod to run after this long")
       ->type_name("DURATION")
       ->default_str("10m");
-  sub->add_option("--push-launcher", opts->push_launcher,
-                  "Push the launcher image (ktrain-launch, for images without it) to this "
-                  "repository[:tag] and use it by digest; by default it goes beside "
-                  "image.build.repository when the project names no launcher.image")
-      ->type_name("REF");
+  add_push_launcher_flag(*sub, opts->push_launcher);
   sub->add_option("--insecure-registry", opts->insecure_registries,
                   "With --push-launcher: use plain HTTP for this registry host");
   sub->add_option("--dry-run", opts->dry_run,

@@ -240,11 +240,7 @@ void add_submit_command(CLI::App& app, Env& env, CommandResult& result) {
       ->type_name("client|server|none");
   sub->add_flag("--build", opts->build,
                 "Build and push the image first (as ktrain build), then run it by digest");
-  sub->add_option("--push-launcher", opts->push_launcher,
-                  "Push the launcher image (ktrain-launch, for images without it) to this "
-                  "repository[:tag] and run it by digest; by default it goes beside "
-                  "image.build.repository when the project names no launcher.image")
-      ->type_name("REF");
+  add_push_launcher_flag(*sub, opts->push_launcher);
   sub->add_option("--insecure-registry", opts->insecure_registries,
                   "With --build or --push-launcher: use plain HTTP for this registry host");
   sub->add_option("--platform", opts->platform,
