@@ -23,7 +23,8 @@ void ProjectParser::train(const Value& v, Train& t) {
   if (const Value* x = field(v, "runtime"))
     if (auto s = c_.dns_subdomain(*x, "train.runtime", 253, "torch-distributed")) t.runtime = *s;
   if (const Value* x = field(v, "nodes")) {
-    if (const auto dots = x->text.find(".."); x->kind == Kind::kScalar && dots != std::string::npos) {
+    if (const auto dots = x->text.find("..");
+        x->kind == Kind::kScalar && dots != std::string::npos) {
       // min..max: elastic training, which the rendezvous does not do.
       c_.add(x->origin, "train.nodes",
              "elastic nodes (" + x->text +
