@@ -174,8 +174,16 @@ void set_container_security(ordered_json& container, const project::Project& p) 
   }
 }
 
+/// Appends the project's variables; one that ktrain sets too (KTRAIN_GPUS, HOME, a
+/// sweep parameter, ...) replaces ktrain's: the last value wins, as a kubelet would take
+/// it, and a container's env has each name once (server-side apply refuses duplicates).
 void append_user_env(ordered_json& env, const project::StringPairs& pairs) {
-  for (const auto& [k, v] : pairs) env.push_back(env_value(k, v));
+  for (const auto& [k, v] : pairs) {
+    for (auto it = env.begin(); it != env.end();) {
+      it = it->value("name", "") == k ? env.erase(it) : it + 1;
+    }
+    env.push_back(env_value(k, v));
+  }
 }
 
 const char* volume_prefix(project::Volume::Kind kind) {

@@ -43,6 +43,15 @@ echo "rank $KTRAIN_RANK of $KTRAIN_WORLD_SIZE as $(id -u) in $(pwd)"
 [ "${HOLD:-0}" = 0 ] || busybox httpd -p 8080 -h /workspace
 exec sleep "${HOLD:-0}"
 SH
+# A GPU helper that reports a driver older than CUDA 12 (the node has no GPU: it stands
+# in for the driver, as in k8s_cuda.sh on the node agent).
+cat >proj/fake-gpucheck <<'SH'
+#!/bin/sh
+case "$1" in
+  count) echo "info driver CUDA 11.2, 1 GPU(s)"; echo "count 1"; echo "driver_cuda 11020" ;;
+esac
+SH
+chmod +x proj/fake-gpucheck
 cat >proj/ktrain.yaml <<YAML
 name: real
 image:
@@ -267,6 +276,36 @@ expect_eq "$(kubectl get job retry-b -o jsonpath='{.status.conditions[?(@.type==
 k_ok "delete retry-a" delete retry-a
 k_ok "delete retry-b" delete retry-b
 
+echo "== the CUDA preflight's refusal on the kubelet: exit 79, its termination message in status"
+# No GPU here: the pod asks for none, and the launcher is told of one (train.env's
+# KTRAIN_GPUS replaces the rendered 0) with the scripted helper standing in for an 11.2
+# driver.
+cat >proj/olddriver.yaml <<YAML
+name: olddriver
+image: $ref
+train:
+  command: [sh, -c, 'echo "never runs"']
+  framework: none
+  nodes: 1
+  gpus: 0
+  cuda: "12.4"
+  preflight: quick
+  env: {KTRAIN_GPUS: "1", KTRAIN_GPUCHECK: /workspace/fake-gpucheck}
+launcher:
+  inject: never
+YAML
+k submit -f proj/olddriver.yaml --run-id a --wait --timeout 120s
+expect_eq "$rc" 1 "a driver too old for the image's CUDA fails the run"
+expect_eq "$(kubectl get pod -l ktrain.dev/run=olddriver-a -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.exitCode}')" \
+  "79" "the kubelet saw exit 79"
+k_ok "status of the refused run" status olddriver-a
+expect_contains "$out" "failed with exit code 79: the node's NVIDIA driver is too old for the image: node $NODE_NAME" \
+  "status: the launcher's words, naming the node, from the termination message"
+expect_contains "$out" "CUDA 12.4" "status: the CUDA version the image needs"
+k_ok "logs of the refused run" logs olddriver-a
+if grep -q "never runs" <<<"$out"; then fail "a worker ran on a driver too old"; fi
+k_ok "delete olddriver-a" delete olddriver-a
+
 echo "== the hang watchdog on the kubelet: exit 74, the termination message, status"
 # train.watchdog.timeout is at least 1m; the launcher's variable sets seconds for a test.
 cat >proj/hang.yaml <<YAML
@@ -301,5 +340,5 @@ k_ok "delete hello-ddp-a" delete hello-ddp-a
 k_ok "delete oom-a" delete oom-a
 k_ok "delete stock-a" delete stock-a
 k8s_wait "nothing of the runs to be left" 90 sh -c \
-  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (bare-a,bare-b,bare-c,real-a,real-b,hello-ddp-a,real-h,real-dev,bare-dev,web,oom-a,stock-a,retry-a,retry-b,hang-a)' -o name 2>/dev/null)\" ]"
+  "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (bare-a,bare-b,bare-c,real-a,real-b,hello-ddp-a,real-h,real-dev,bare-dev,web,oom-a,stock-a,retry-a,retry-b,hang-a,olddriver-a)' -o name 2>/dev/null)\" ]"
 echo "PASS"

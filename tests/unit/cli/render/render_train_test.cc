@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "base/error.h"
@@ -681,4 +682,21 @@ TEST_CASE("render: train.cuda keeps GPU pods off nodes whose driver is too old")
   const auto& u = object_of(unknown, "Job");
   CHECK_FALSE(u["spec"]["template"]["spec"].contains("affinity"));
   for (const auto& e : container_of(u)["env"]) CHECK(e["name"] != "KTRAIN_CUDA_VERSION");
+}
+
+TEST_CASE("render: a variable of train.env that ktrain sets too replaces ktrain's (one entry)") {
+  auto p = train_project();
+  p.train->volumes = {{project::Volume::Kind::kClaim, "ckpt", "/ckpt", false, true}};
+  p.train->env = {{"KTRAIN_GPUS", "1"}, {"KTRAIN_CHECKPOINT_DIR", "/elsewhere"}, {"A", "1"}};
+  auto r = render_fixed(p);
+  const auto& c = container_of(object_of(r, "Job"));
+  std::map<std::string, int> count;
+  for (const auto& e : c["env"]) ++count[e["name"].get<std::string>()];
+  for (const auto& [name, n] : count) {
+    CAPTURE(name);
+    CHECK(n == 1);  // server-side apply refuses a name twice
+  }
+  CHECK(env_of(c, "KTRAIN_GPUS")["value"] == "1");
+  CHECK(env_of(c, "KTRAIN_CHECKPOINT_DIR")["value"] == "/elsewhere");
+  CHECK(env_of(c, "A")["value"] == "1");
 }
