@@ -9,10 +9,13 @@
 # server to the kubelet), exec -it with a terminal, stop and resume, dev --shell, top
 # from the kubelet's /stats/summary, a stock image with the
 # launcher from the launcher image (named, or pushed by submit where the project names
-# none), the numeric-user default that the kubelet's runAsNonRoot check accepts, a
-# container killed at its memory limit explained by status, and delete leaving nothing.
-# Our node agent serves the other k8s_* tests; this one uses the real node because
-# these are what a kubelet decides.
+# none; a dev pod of such an image), the numeric-user default that the kubelet's
+# runAsNonRoot check accepts, a container killed at its memory limit explained by
+# status, train.retry on the kubelet's exit codes, the CUDA preflight's refusal (exit 79)
+# and the hang watchdog (exit 74) with their termination messages in status, and delete
+# leaving nothing. Our node agent serves the other k8s_* tests (GPU capacity and GPU
+# feature-discovery labels, many nodes: what a real node cannot have here); this one
+# uses the real node because these are what a kubelet decides.
 set -euo pipefail
 source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
 real_node_netns "$@"
