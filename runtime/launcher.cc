@@ -150,6 +150,16 @@ std::string make_state_dir(const std::map<std::string, std::string>& env) {
   return tmpl;
 }
 
+/// Removes the state folder when the launcher is done with it, however it ends.
+struct StateDir {
+  std::string path;
+  ~StateDir() {
+    if (path.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
 /// The checkpoint to resume from, as the workers get it (KTRAIN_CHECKPOINT_LATEST), or "".
 std::string checkpoint_to_resume(const std::map<std::string, std::string>& env) {
   auto it = env.find("KTRAIN_CHECKPOINT_DIR");
@@ -265,7 +275,8 @@ int run_launcher(const Config& c, const std::map<std::string, std::string>& env)
       }
     }
     const int first = world.first_rank(c.node_rank);
-    const std::string state_dir = make_state_dir(env);
+    const StateDir state{make_state_dir(env)};
+    const std::string& state_dir = state.path;
     const std::string resume = checkpoint_to_resume(env);
 
     std::vector<WorkerSpec> workers;
@@ -292,10 +303,6 @@ int run_launcher(const Config& c, const std::map<std::string, std::string>& env)
     supervisor.set_watchdog(c.watchdog_timeout_s);
     if (!state_dir.empty()) supervisor.set_stop_file(state_dir + "/stop");
     Outcome outcome = supervisor.run(workers, *peers);
-    if (!state_dir.empty()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(state_dir, ignored);
-    }
     return finish(c, outcome.status, outcome.cause);
   } catch (const LaunchError& e) {
     log_line(std::string("error: ") + e.what());
