@@ -455,15 +455,15 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
           write_all(output_fd_, out);  // its last lines first
           out.clear();
         }
-        const std::string cause = "rank " + std::to_string(w.spec.rank) + " hung: no output and " +
-                                  "no heartbeat for " +
-                                  format_seconds((now - w.active_ms) / 1000.0) +
-                                  " (watchdog timeout " + format_seconds(watchdog_s_) + ")";
-        log_line("watchdog: rank " + std::to_string(w.spec.rank) + " has had no output and no " +
-                 "heartbeat for " + format_seconds((now - w.active_ms) / 1000.0) +
+        const std::string rank = "rank " + std::to_string(w.spec.rank);
+        const std::string silent = format_seconds((now - w.active_ms) / 1000.0);
+        log_line("watchdog: " + rank + " has had no output and no heartbeat for " + silent +
                  "; what it is doing:");
         dump_hung(w);
-        fail(exit_status::kHung, cause, true);
+        fail(exit_status::kHung,
+             rank + " hung: no output and no heartbeat for " + silent + " (watchdog timeout " +
+                 format_seconds(watchdog_s_) + ")",
+             true);
         break;
       }
     }

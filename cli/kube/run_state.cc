@@ -20,6 +20,12 @@ using namespace detail;
 
 namespace {
 
+/// A termination message without the newline (and spaces) it ends with.
+std::string trimmed_message(std::string msg) {
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  return msg;
+}
+
 using nlohmann::json;
 
 const json* train_container_status(const json& pod) {
@@ -456,8 +462,7 @@ RunStatus describe_run(const json& job, const std::vector<json>& pods,
         const auto& state = at_path(*ic, {"state"});
         if (const auto& t = at_path(state, {"terminated"}); t.is_object()) {
           rank.exit_code = integer(at_path(t, {"exitCode"}));
-          std::string msg = t.value("message", "");
-          while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+          const std::string msg = trimmed_message(t.value("message", ""));
           rank.reason = "InitContainerFailed";
           rank.message = "init container " + init_name + " exited " +
                          std::to_string(*rank.exit_code) + (msg.empty() ? "" : ": " + msg);
@@ -526,15 +531,13 @@ RunStatus describe_run(const json& job, const std::vector<json>& pods,
     } else if (rank.phase == "Failed" && rank.exit_code && *rank.exit_code == kExitHung &&
                !rank.message.empty()) {
       // The watchdog's cause: which worker, silent for how long.
-      std::string msg = rank.message;
-      while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-      failed.add("exit code 74 (the watchdog): " + msg, i);
+      failed.add("exit code 74 (the watchdog): " + trimmed_message(rank.message), i);
     } else if (rank.phase == "Failed" && rank.exit_code && *rank.exit_code == kExitCudaDriver &&
                !rank.message.empty()) {
       // ktrain-launch's refusal names the node and both versions: said as it is.
-      std::string msg = rank.message;
-      while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-      failed.add("exit code 79: the node's NVIDIA driver is too old for the image: " + msg, i);
+      failed.add("exit code 79: the node's NVIDIA driver is too old for the image: " +
+                     trimmed_message(rank.message),
+                 i);
     } else if (rank.phase == "Failed" && rank.exit_code && *rank.exit_code != 0 &&
                *rank.exit_code != 75) {
       std::string msg = "exit code " + std::to_string(*rank.exit_code);

@@ -66,18 +66,21 @@ out=$("$B/ktrain" submit --insecure-registry "$REGISTRY" -f "$proj/ktrain.yaml" 
 set -e
 expect_eq "$rc" 2 "--insecure-registry without --build is a usage error"
 expect_contains "$out" "--insecure-registry is for --build" "the message says what it is for"
-bad_push() {  # bad_push WHAT ARGS...: submit ARGS is a usage error that names --push-launcher
-  local what=$1
-  shift
+bad_push() {  # bad_push WHAT VERB ARGS...: VERB ARGS is a usage error that names --push-launcher
+  local what=$1 verb=$2
+  shift 2
   set +e
-  out=$("$B/ktrain" submit "$@" -f "$proj/ktrain.yaml" --run-id bad 2>&1); rc=$?
+  out=$("$B/ktrain" "$verb" "$@" -f "$proj/ktrain.yaml" 2>&1); rc=$?
   set -e
   expect_eq "$rc" 2 "$what: a usage error"
   expect_contains "$out" "--push-launcher" "$what: the message names --push-launcher"
 }
-bad_push "--push-launcher of no image reference" --push-launcher "Bad Ref!"
-bad_push "--push-launcher of a digest" --push-launcher "$REGISTRY/l@sha256:$(printf '0%.0s' $(seq 64))"
-bad_push "--push-launcher with --local" --push-launcher "$REGISTRY/l" --local
+bad_push "--push-launcher of no image reference" submit --run-id bad --push-launcher "Bad Ref!"
+bad_push "--push-launcher of a digest" submit --run-id bad --push-launcher "$REGISTRY/l@sha256:$(printf '0%.0s' $(seq 64))"
+bad_push "--push-launcher with --local" submit --run-id bad --push-launcher "$REGISTRY/l" --local
+# dev takes the same flag, checked the same way, before anything is asked of the cluster.
+bad_push "dev --push-launcher of a digest" dev --push-launcher "$REGISTRY/l@sha256:$(printf '0%.0s' $(seq 64))"
+bad_push "dev --insecure-registry without --push-launcher" dev --insecure-registry "$REGISTRY"
 sed -i '/^  build:/,/^    repository:/d; s/^image:$/image: busybox:1/' "$proj/ktrain.yaml"
 set +e
 out=$("$B/ktrain" submit --build -f "$proj/ktrain.yaml" --run-id four 2>&1); rc=$?

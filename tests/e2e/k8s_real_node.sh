@@ -227,19 +227,27 @@ expect_contains "$(kubectl get job bare-c -o jsonpath='{.spec.template.spec.init
   "$REGISTRY/team/ktrain-launch@sha256:" "the launcher image, pushed beside the project's repository"
 for r in a b c; do k_ok "delete bare-$r" delete "bare-$r"; done
 
-echo "== a memory limit the rank passes: OOMKilled, explained"
-cat >proj/oom.yaml <<YAML
-name: oom
+# built_project NAME COMMAND: proj/NAME.yaml, one node of the image build pushed (it has
+# the launcher: nothing injected), no GPU, no preflight; more of train on stdin.
+built_project() {
+  { cat <<YAML
+name: $1
 image: $ref
+launcher:
+  inject: never
 train:
-  command: [sh, -c, 'x=a; while :; do x=\$x\$x; done']
+  command: $2
   framework: none
   nodes: 1
   gpus: 0
-  memory: 24Mi
   preflight: "off"
-launcher:
-  inject: never
+YAML
+    cat; } >"proj/$1.yaml"
+}
+
+echo "== a memory limit the rank passes: OOMKilled, explained"
+built_project oom "[sh, -c, 'x=a; while :; do x=\$x\$x; done']" <<YAML
+  memory: 24Mi
 YAML
 k submit -f proj/oom.yaml --run-id a --wait --timeout 120s
 expect_eq "$rc" 1 "a run killed at its memory limit fails (exit 1)"
@@ -248,21 +256,11 @@ expect_contains "$out" "Why:        rank 0 ran out of memory (limit 24Mi) and wa
   "status: OOMKilled, with the limit it passed"
 
 echo "== train.retry: the exit code decides (podFailurePolicy, on the kubelet's exit codes)"
-cat >proj/retry.yaml <<YAML
-name: retry
-image: $ref
-train:
-  command: [sh, -c, 'echo "exits \$CODE"; exit \$CODE']
-  framework: none
-  nodes: 1
-  gpus: 0
-  preflight: "off"
+built_project retry "[sh, -c, 'echo \"exits \$CODE\"; exit \$CODE']" <<YAML
   restarts: 0
   retry:
     - {exitCodes: [143], action: retry-free}
     - {otherExitCodes: true, action: fail}
-launcher:
-  inject: never
 YAML
 k submit -f proj/retry.yaml --run-id a --set train.env.CODE=3 --wait --timeout 120s
 expect_eq "$rc" 1 "exit 3 (otherExitCodes: fail): the run fails"
@@ -283,20 +281,11 @@ echo "== the CUDA preflight's refusal on the kubelet: exit 79, its termination m
 # No GPU here: the pod asks for none, and the launcher is told of one (train.env's
 # KTRAIN_GPUS replaces the rendered 0) with the scripted helper standing in for an 11.2
 # driver.
-cat >proj/olddriver.yaml <<YAML
-name: olddriver
-image: $ref
-train:
-  command: [sh, -c, 'echo "never runs"']
-  framework: none
-  nodes: 1
-  gpus: 0
+built_project olddriver "[sh, -c, 'echo \"never runs\"']" <<YAML
   cuda: "12.4"
-  preflight: quick
   env: {KTRAIN_GPUS: "1", KTRAIN_GPUCHECK: /workspace/fake-gpucheck}
-launcher:
-  inject: never
 YAML
+sed -i 's/^  preflight: "off"$/  preflight: quick/' proj/olddriver.yaml
 k submit -f proj/olddriver.yaml --run-id a --wait --timeout 120s
 expect_eq "$rc" 1 "a driver too old for the image's CUDA fails the run"
 expect_eq "$(kubectl get pod -l ktrain.dev/run=olddriver-a -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.exitCode}')" \
@@ -311,18 +300,8 @@ k_ok "delete olddriver-a" delete olddriver-a
 
 echo "== the hang watchdog on the kubelet: exit 74, the termination message, status"
 # train.watchdog.timeout is at least 1m; the launcher's variable sets seconds for a test.
-cat >proj/hang.yaml <<YAML
-name: hang
-image: $ref
-train:
-  command: [sh, -c, 'echo "loading"; exec sleep 600']
-  framework: none
-  nodes: 1
-  gpus: 0
-  preflight: "off"
+built_project hang "[sh, -c, 'echo \"loading\"; exec sleep 600']" <<YAML
   env: {KTRAIN_WATCHDOG_TIMEOUT: "3"}
-launcher:
-  inject: never
 YAML
 k submit -f proj/hang.yaml --run-id a --wait --timeout 120s
 expect_eq "$rc" 1 "a hung rank fails the run"
