@@ -24,6 +24,7 @@ struct BuildOptions {
   std::string compression = "gzip";              ///< --compression gzip|zstd
   bool no_cache = false;                         ///< --no-cache: rebuild every layer
   bool no_stream = false;  ///< --no-stream: upload the workspace layer after building it
+  bool sync = false;       ///< --sync: only what changed since the last build, as a layer on it
 
   /// Throws UsageError for bad flag values.
   void validate() const;
@@ -36,7 +37,8 @@ struct BuildOptions {
 
 /// Builds and publishes the project's image (used by `build` and `submit --build`), and
 /// records what it pushed in .ktrain/build.json beside the project file, so that
-/// render and submit run that digest from now on.
+/// render and submit run that digest from now on. With opts.sync, only what changed
+/// since the recorded image goes, as a layer on it (a full build when none is recorded).
 oci::BuildResult build_image(Env& env, const BuildOptions& opts);
 
 /// Registers `ktrain build`.

@@ -42,6 +42,7 @@ struct SubmitOptions {
   std::string timeout;
   std::string dry_run;  ///< "", "client" or "server"
   bool build = false;   ///< --build: build and push the image first, run its digest
+  bool sync = false;    ///< --sync: push the workspace's changes as a layer first, run it
   std::vector<std::string> insecure_registries;
   std::string platform = "linux/amd64";
   std::string push_launcher;  ///< --push-launcher: where the launcher image goes
@@ -77,8 +78,19 @@ struct SubmitOptions {
     if (build && dry_run == "client") {
       throw UsageError("--build cannot be combined with --dry-run=client (nothing is pushed then)");
     }
-    if (!build && push_launcher.empty() && !insecure_registries.empty()) {
-      throw UsageError("--insecure-registry is for --build and --push-launcher");
+    if (sync && build) {
+      throw UsageError(
+          "--sync pushes what changed since the last build; --build rebuilds it "
+          "all: use one of them");
+    }
+    if (sync && target.local) {
+      throw UsageError("--sync sends the workspace to a cluster; a --local run uses it in place");
+    }
+    if (sync && dry_run == "client") {
+      throw UsageError("--sync cannot be combined with --dry-run=client (nothing is pushed then)");
+    }
+    if (!build && !sync && push_launcher.empty() && !insecure_registries.empty()) {
+      throw UsageError("--insecure-registry is for --build, --sync and --push-launcher");
     }
     if (!push_launcher.empty()) {
       if (target.local) {
@@ -94,14 +106,22 @@ struct SubmitOptions {
 
   int run(Env& env) {
     project::Project project = project_flags.load(env);
-    if (build) {
+    const auto local_var = env.var("KTRAIN_LOCAL");
+    const bool local = target.local || (local_var && *local_var == "1");
+    // train.sync: as --sync, for a cluster run that is not --build and not a client dry run.
+    if (project.train && project.train->sync && !build && !local && dry_run != "client") {
+      sync = true;
+    }
+    if (build || sync) {
       if (!project.image.build) {
-        throw UsageError(project.file + ": --build needs image.build in the project file");
+        throw UsageError(project.file + ": " + (build ? "--build" : "--sync") +
+                         " needs image.build in the project file");
       }
       BuildOptions bo;
       bo.project = project_flags;
       bo.platform = platform;
       bo.insecure_registries = insecure_registries;
+      bo.sync = sync;
       // The run uses the image by digest: exactly what was built, whatever tags move.
       const oci::BuildResult built = build_image(env, bo);
       project.image.ref = built.reference;
@@ -114,9 +134,7 @@ struct SubmitOptions {
     // A cluster's pods run what build pushed (a project never built is refused here,
     // before anything is asked of the cluster); a local run (--local, KTRAIN_LOCAL=1)
     // uses no image.
-    const auto local_var = env.var("KTRAIN_LOCAL");
-    const bool local = target.local || (local_var && *local_var == "1");
-    if (!build && !local) use_built_image(env, project, dry_run != "client");
+    if (!build && !sync && !local) use_built_image(env, project, dry_run != "client");
     // An image without ktrain-launch gets it from the launcher image: pushed here when
     // the project names none (ktrain's default is not published); after the cluster is
     // known to be there, pushing nothing on a dry run.
@@ -146,7 +164,7 @@ struct SubmitOptions {
     auto be = open_backend(env, target);
     if (!local) provide_launcher_image(env, project, how);
     // What the image needs of the nodes' drivers, unless the project or the build says.
-    if (!build && !local) fill_cuda_from_image(env, project, {});
+    if (!build && !sync && !local) fill_cuda_from_image(env, project, {});
     backend::SubmitOptions opts;
     opts.run_id = run_id;
     opts.dry_run_server = dry_run == "server";
@@ -240,11 +258,15 @@ void add_submit_command(CLI::App& app, Env& env, CommandResult& result) {
       ->type_name("client|server|none");
   sub->add_flag("--build", opts->build,
                 "Build and push the image first (as ktrain build), then run it by digest");
+  sub->add_flag("--sync", opts->sync,
+                "Push what changed in the workspace since the last build here as one thin "
+                "layer on it (as ktrain build --sync), then run that by digest: local edits "
+                "without a rebuild (train.sync: true does it on every submit)");
   add_push_launcher_flag(*sub, opts->push_launcher);
   sub->add_option("--insecure-registry", opts->insecure_registries,
-                  "With --build or --push-launcher: use plain HTTP for this registry host");
+                  "With --build, --sync or --push-launcher: use plain HTTP for this registry host");
   sub->add_option("--platform", opts->platform,
-                  "With --build: platform of the base image (default linux/amd64)");
+                  "With --build or --sync: platform of the base image (default linux/amd64)");
   sub->add_option("--timeout", opts->timeout,
                   "With --wait/--follow: give up after this long (exit 124)");
   sub->add_option("--on-finish", opts->on_finish,

@@ -60,6 +60,10 @@ std::optional<BuiltImage> find_built_image(const std::string& record_text,
   }
   if (auto c = e.find("cuda"); c != e.end() && c->is_string()) b.cuda = c->get<std::string>();
   if (auto w = e.find("built"); w != e.end() && w->is_string()) b.built = w->get<std::string>();
+  if (auto s = e.find("sync"); s != e.end() && s->is_object()) {
+    if (auto o = s->find("onto"); o != s->end() && o->is_string()) b.onto = o->get<std::string>();
+    if (auto d = s->find("depth"); d != s->end() && d->is_number_integer()) b.depth = d->get<int>();
+  }
   return b;
 }
 
@@ -76,6 +80,7 @@ std::string record_built_image(const std::string& record_text, const BuiltImage&
   json e = {{"digest", built.digest}, {"tags", built.tags}};
   if (!built.cuda.empty()) e["cuda"] = built.cuda;
   if (!built.built.empty()) e["built"] = built.built;
+  if (!built.onto.empty()) e["sync"] = {{"onto", built.onto}, {"depth", built.depth}};
   j["images"][built.repository] = e;
   return j.dump(2) + "\n";
 }

@@ -15,6 +15,8 @@ struct BuiltImage {
   std::vector<std::string> tags;  ///< the tags pushed with it
   std::string cuda;               ///< the CUDA version recorded in the image ("" = none)
   std::string built;              ///< when, RFC 3339 (UTC)
+  std::string onto;               ///< a synced image: the full build under it ("" = a build)
+  int depth = 0;                  ///< a synced image: its sync layers on that build
 
   /// repository@digest.
   std::string reference() const { return repository + "@" + digest; }

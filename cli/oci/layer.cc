@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -249,6 +250,67 @@ std::optional<std::string> indexed_digest(const LayerSource& src, const LayerOpt
   }
 }
 
+void add_entry(TarWriter& tar, const std::string& name, const ContextEntry& e) {
+  switch (e.type) {
+    case ContextEntry::Type::kDirectory:
+      tar.add_directory(name, e.mode);
+      break;
+    case ContextEntry::Type::kSymlink:
+      tar.add_symlink(name, e.link);
+      break;
+    case ContextEntry::Type::kFile: {
+      int fd = ::open(e.abs.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) throw Error("cannot read '" + e.abs + "': " + std::strerror(errno));
+      try {
+        tar.add_file_from_fd(name, e.mode, e.size, fd);
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+      ::close(fd);
+      break;
+    }
+  }
+}
+
+LayerBlob make_layer_of(const LayerOptions& opts, const std::function<void(TarWriter&)>& add) {
+  static std::atomic<unsigned> serial{0};
+  const std::string tmp =
+      opts.temp_dir + "/layer-" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
+  LayerBlob blob;
+  blob.media_type = layer_media_type(opts.compression);
+  {
+    HashingFile out(tmp);
+    Sha256 tar_hash;
+    std::uint64_t tar_size = 0;
+    auto compressor = make_compressor(
+        opts.compression,
+        [&](std::string_view d) {
+          out.write(d);
+          if (opts.tee) opts.tee(d);
+        },
+        opts.threads);
+    TarWriter tar(
+        [&](std::string_view d) {
+          tar_hash.update(d);
+          tar_size += d.size();
+          compressor->write(d);
+          if (opts.progress) opts.progress(tar_size);
+        },
+        opts.mtime);
+    add(tar);
+    tar.finish();
+    compressor->finish();
+    blob.digest = out.close_and_digest();
+    blob.size = out.size();
+    blob.diff_id = tar_hash.finish();
+    blob.tar_size = tar_size;
+  }
+  blob.path = opts.temp_dir + "/" + digest_hex(blob.digest, "");
+  fs::rename(tmp, blob.path);
+  return blob;
+}
+
 LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std::string& what) {
   const std::string prefix = clean_prefix(src.prefix);
   std::string index_path;
@@ -315,31 +377,7 @@ LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std
         opts.mtime);
     for (const auto& d : prefix_dirs(prefix)) tar.add_directory(d, src.prefix_mode);
     walk_context(
-        src,
-        [&](const ContextEntry& e) {
-          const std::string name = join(prefix, e.rel);
-          switch (e.type) {
-            case ContextEntry::Type::kDirectory:
-              tar.add_directory(name, e.mode);
-              break;
-            case ContextEntry::Type::kSymlink:
-              tar.add_symlink(name, e.link);
-              break;
-            case ContextEntry::Type::kFile: {
-              int fd = ::open(e.abs.c_str(), O_RDONLY | O_CLOEXEC);
-              if (fd < 0) throw Error("cannot read '" + e.abs + "': " + std::strerror(errno));
-              try {
-                tar.add_file_from_fd(name, e.mode, e.size, fd);
-              } catch (...) {
-                ::close(fd);
-                throw;
-              }
-              ::close(fd);
-              break;
-            }
-          }
-        },
-        opts.skipped);
+        src, [&](const ContextEntry& e) { add_entry(tar, join(prefix, e.rel), e); }, opts.skipped);
     tar.finish();
     compressor->finish();
     blob.digest = out.close_and_digest();

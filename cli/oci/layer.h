@@ -12,6 +12,7 @@
 
 #include "oci/compress.h"
 #include "oci/ignore.h"
+#include "oci/tar.h"
 
 namespace ktrain::oci {
 
@@ -71,6 +72,13 @@ struct LayerOptions {
   /// Called for each entry skipped (special files).
   std::function<void(const std::string&)> skipped;
 };
+
+/// Adds `e` to `tar` as `name` (a folder, a link, or a file read from e.abs).
+void add_entry(TarWriter& tar, const std::string& name, const ContextEntry& e);
+
+/// A layer whose tar holds what `add` writes, compressed as `opts` say, in a file of
+/// opts.temp_dir (not cached: such layers are small). opts.progress and opts.tee apply.
+LayerBlob make_layer_of(const LayerOptions& opts, const std::function<void(TarWriter&)>& add);
 
 /// Builds (or finds in the cache) the layer of `src`. Throws Error when the folder
 /// contains no file once the ignore rules are applied (`what` names it in the message).

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <string>
 
 #include "base/cuda.h"
 #include "base/error.h"
@@ -19,6 +20,7 @@
 #include "oci/layout.h"
 #include "oci/publish.h"
 #include "oci/registry.h"
+#include "oci/sync.h"
 
 namespace ktrain::oci {
 
@@ -34,6 +36,9 @@ std::string cache_dir(const Env& env) {
   if (auto d = env.var("HOME"); d && !d->empty()) return *d + "/.cache/ktrain";
   return "";
 }
+
+/// The label of a synced image: the digest of the full build under its sync layers.
+constexpr char kSyncOntoLabel[] = "dev.ktrain.sync.onto";
 
 /// A temporary folder removed when this goes away.
 struct TempDir {
@@ -89,6 +94,21 @@ std::vector<std::string> split_platform(const std::string& platform) {
   return parts;
 }
 
+/// The image `ref` names in its registry (for `platform`): manifest and config only.
+Image fetch_image(RegistryClient& client, const ImageRef& ref, const std::string& platform,
+                  std::string* digest) {
+  ManifestBytes manifest = client.get_manifest(ref, platform);
+  // Every digest in the manifest is checked before it is used (in a URL, a file name).
+  Image img = with_context("pulling " + ref.str(), [&] {
+    const Descriptor cfg = manifest_config(manifest.bytes);
+    const std::string config = client.get_blob(Repo{ref.registry, ref.repository}, cfg.digest,
+                                               static_cast<std::int64_t>(cfg.size));
+    return image_from_manifest(manifest.bytes, config);
+  });
+  if (digest) *digest = manifest.digest;
+  return img;
+}
+
 }  // namespace
 
 BuildResult build_project_image(Env& env, const project::Project& proj,
@@ -124,16 +144,10 @@ BuildResult build_project_image(Env& env, const project::Project& proj,
 
   // The base image: manifest and config only.
   const Repo base_repo{base_ref.registry, base_ref.repository};
-  ManifestBytes base_manifest = client.get_manifest(base_ref, settings.platform);
-  // Every digest in the manifest is checked before it is used (in a URL, a file name).
-  const Image base = with_context("pulling " + base_ref.str(), [&] {
-    const Descriptor cfg = manifest_config(base_manifest.bytes);
-    const std::string config =
-        client.get_blob(base_repo, cfg.digest, static_cast<std::int64_t>(cfg.size));
-    return image_from_manifest(base_manifest.bytes, config);
-  });
+  std::string base_digest;
+  const Image base = fetch_image(client, base_ref, settings.platform, &base_digest);
   progress.step("base " + base_ref.str() + ": " + std::to_string(base.layers.size()) + " layers, " +
-                base_manifest.digest.substr(0, 19));
+                base_digest.substr(0, 19));
   // The CUDA version the image needs, recorded in it (label dev.ktrain.cuda) so that
   // render and submit keep its pods off nodes whose driver is too old.
   std::string cuda = proj.train ? proj.train->cuda : "";
@@ -169,6 +183,9 @@ BuildResult build_project_image(Env& env, const project::Project& proj,
     ws_stream.emplace(client, repo);
     lo.tee = [&](std::string_view d) { ws_stream->write(d); };
   }
+  // What the layer holds, walked before it is read: a file changed while the layer is
+  // made then looks changed to the next sync, rather than the other way round.
+  const Tree ws_tree = tree_of(ws, nullptr);
   LayerBlob ws_layer;
   const auto ws_began = std::chrono::steady_clock::now();
   try {
@@ -211,7 +228,7 @@ BuildResult build_project_image(Env& env, const project::Project& proj,
   ch.labels.emplace_back("org.opencontainers.image.created", ch.created);
   for (auto& label : source_labels(env, context)) ch.labels.push_back(std::move(label));
   ch.labels.emplace_back("org.opencontainers.image.base.name", base_ref.str());
-  ch.labels.emplace_back("org.opencontainers.image.base.digest", base_manifest.digest);
+  ch.labels.emplace_back("org.opencontainers.image.base.digest", base_digest);
   if (!cuda.empty()) ch.labels.emplace_back(kImageCudaLabel, cuda);
   const Image img = append(base,
                            {{launcher_layer, "COPY ktrain-launch " + std::string(kLauncherPath)},
@@ -246,6 +263,130 @@ BuildResult build_project_image(Env& env, const project::Project& proj,
   result.reference = target.registry + "/" + target.repository + "@" + digest;
   result.repository = target.name();
   result.tags = tags;
+  remember_tree(cache, digest, ws_tree);  // what a sync onto this image compares with
+  return result;
+}
+
+BuildResult sync_project_image(Env& env, const project::Project& proj,
+                               const BuildSettings& settings, const SyncBase& base) {
+  if (!proj.image.build) {
+    throw UsageError(proj.file +
+                     ": --sync puts the workspace on the image that ktrain build "
+                     "makes: set image.build (base and repository)");
+  }
+  const project::ImageBuild& b = *proj.image.build;
+  const std::string context = b.context.empty() ? proj.directory : b.context;
+  if (!env.fs->is_directory(context)) {
+    throw Error("image.build.context: the folder '" + context + "' does not exist",
+                exit_code::kUsage);
+  }
+  const ImageRef target = parse_image_ref(b.repository);
+  const Repo repo{target.registry, target.repository};
+  Progress progress(env, "ktrain build --sync");
+  const std::int64_t epoch = source_date_epoch(env);
+  TempDir tmp;
+  LayerOptions lo = layer_options(env, settings, epoch, tmp);
+  lo.temp_dir = tmp.path;
+  const std::string cache = cache_dir(env);
+
+  const Workspace workspace = workspace_of(env, context, b);
+  const Tree now = tree_of(workspace.source, [&](const std::string& p) {
+    env.warn("skipping '" + p + "': not a file, folder or link");
+  });
+
+  // Onto the last image pushed, or, after kMaxSyncDepth syncs, onto the build under them
+  // (one layer with every change since it), so that the layers do not pile up.
+  std::string onto = base.digest;
+  std::string full = base.onto.empty() ? base.digest : base.onto;
+  int depth = base.depth;
+  std::optional<Tree> before = recalled_tree(cache, onto);
+  if (depth >= kMaxSyncDepth) {
+    if (auto t = recalled_tree(cache, full)) {
+      progress.step(std::to_string(depth) + " sync layers on " + full.substr(0, 19) +
+                    ": this one goes on that build, with every change since it");
+      onto = full;
+      depth = 0;
+      before = std::move(t);
+    }
+  }
+  BuildResult result;
+  result.repository = target.name();
+  result.onto = full;
+  const std::string onto_ref = target.registry + "/" + target.repository + "@" + onto;
+  if (!before) {
+    env.warn("what " + onto_ref +
+             " holds is not known on this machine (its layer cache keeps it for images built "
+             "or synced here): the whole workspace goes in the sync layer, and files removed "
+             "since that build stay in the image; 'ktrain build' here makes the next sync small");
+    result.whole = true;
+  }
+  const TreeDelta delta = diff_trees(before ? *before : Tree{}, now);
+  result.changed = delta.changed.size();
+  result.removed = delta.removed.size();
+
+  RegistrySession registry(env, settings.insecure_registries, /*retry=*/true);
+  RegistryClient& client = registry.client();
+  ImageRef onto_at = target;
+  onto_at.tag.clear();
+  onto_at.digest = onto;
+  const Image onto_img = fetch_image(client, onto_at, settings.platform, nullptr);
+  const auto& cfg = onto_img.config.contains("config") ? onto_img.config["config"]
+                                                       : nlohmann::ordered_json::object();
+  if (cfg.is_object() && cfg.contains("Labels") && cfg["Labels"].is_object()) {
+    if (auto c = cfg["Labels"].find(kImageCudaLabel); c != cfg["Labels"].end() && c->is_string()) {
+      result.cuda = c->get<std::string>();
+    }
+  }
+  std::vector<std::string> tags = base.tags;
+  for (const auto& t : settings.tags) {
+    if (std::find(tags.begin(), tags.end(), t) == tags.end()) tags.push_back(t);
+  }
+  if (delta.empty()) {
+    progress.step("nothing changed since " + onto_ref);
+    result.reference = onto_ref;
+    result.digest = onto;
+    result.depth = depth;
+    result.unchanged = true;
+    if (!settings.tags.empty()) {
+      push_image(client, onto_img, repo, repo, settings.tags, "", tmp.path, progress);
+    }
+    result.tags = tags;
+    return result;
+  }
+
+  // The layer: what changed, under the workdir, and a whiteout for each entry gone.
+  const std::string prefix = strip_slashes(b.workdir);
+  auto in_image = [&prefix](const std::string& rel) {
+    return prefix.empty() ? rel : prefix + "/" + rel;
+  };
+  lo.progress = [&](std::uint64_t n) { progress.bytes("sync layer", n); };
+  const LayerBlob layer = make_layer_of(lo, [&](TarWriter& tar) {
+    for (const auto& rel : delta.changed) add_entry(tar, in_image(rel), now.at(rel));
+    for (const auto& rel : delta.removed) tar.add_file(in_image(whiteout_of(rel)), 0644, "");
+  });
+  progress.step("sync layer: " + std::to_string(delta.changed.size()) + " changed, " +
+                std::to_string(delta.removed.size()) + " removed, " +
+                human_bytes(static_cast<double>(layer.size)) + " " + layer.digest.substr(0, 19));
+  ConfigChanges ch;
+  ch.created = rfc3339(epoch);
+  // The Cmd stays as it was (append sets what it is given).
+  if (cfg.is_object() && cfg.contains("Cmd") && cfg["Cmd"].is_array()) {
+    for (const auto& c : cfg["Cmd"]) {
+      if (c.is_string()) ch.cmd.push_back(c.get<std::string>());
+    }
+  }
+  ch.labels.emplace_back(kSyncOntoLabel, full);
+  const Image img = append(
+      onto_img,
+      {{layer, "COPY (ktrain build --sync: " + std::to_string(delta.changed.size()) + " changed, " +
+                   std::to_string(delta.removed.size()) + " removed) /" + prefix}},
+      ch);
+  result.digest = img.digest();
+  result.bytes_uploaded = push_image(client, img, repo, repo, tags, "", tmp.path, progress);
+  result.reference = target.registry + "/" + target.repository + "@" + result.digest;
+  result.tags = tags;
+  result.depth = depth + 1;
+  remember_tree(cache, result.digest, now);
   return result;
 }
 

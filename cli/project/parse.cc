@@ -75,6 +75,11 @@ void ProjectParser::cross_checks(const Value& root, const Project& p) {
     if (const Value* mig = field(t, "mig"); mig && p.train->gpus == 0 && train_ok_) {
       c_.add(mig->origin, "train.mig", "needs train.gpus > 0 (the number of MIG slices per node)");
     }
+    if (const Value* sync = field(t, "sync"); sync && p.train->sync && !p.image.build) {
+      c_.add(sync->origin, "train.sync",
+             "puts the workspace on the image that ktrain build makes: set image.build (base "
+             "and repository)");
+    }
     if (!p.train->shm.empty()) {
       if (auto it = mounts_.find("/dev/shm"); it != mounts_.end()) {
         const Value* shm = field(t, "shm");

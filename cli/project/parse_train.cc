@@ -114,6 +114,9 @@ void ProjectParser::train(const Value& v, Train& t) {
       }
     }
   }
+  if (const Value* x = field(v, "sync")) {
+    if (auto b = c_.boolean(*x, "train.sync")) t.sync = *b;
+  }
   if (const Value* x = field(v, "preflight"))
     if (auto s = c_.one_of(*x, "train.preflight", kPreflights)) t.preflight = *s;
   if (const Value* x = field(v, "sweep")) sweep(*x, t);

@@ -112,6 +112,7 @@ struct Train {
   /// train.watchdog.timeout: a worker with no output and no heartbeat for this long
   /// is hung (KTRAIN_WATCHDOG_TIMEOUT); 0 = no watchdog.
   std::int64_t watchdog_s = 0;
+  bool sync = false;  ///< submit pushes the workspace's changes as a layer first (--sync)
   std::string preflight = "quick";  ///< off | quick | full
   std::vector<SweepParam> sweep;    ///< empty = no sweep
   /// train.sweep.parallel: at most this many runs of the sweep at once; 0 = all.

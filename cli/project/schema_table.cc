@@ -253,6 +253,13 @@ std::vector<SectionSpec> make_sections() {
                            "run and/or a webhook to POST to, with the run's name, state and "
                            "exit code.",
             .example = R"({"command": "notify-send \"$KTRAIN_RUN $KTRAIN_STATE\""})"},
+           {.name = "sync",
+            .kind = K::kBoolean,
+            .description = "true: `ktrain submit` first pushes what changed in the workspace "
+                           "since the last build here as one thin layer on it (as `submit "
+                           "--sync`), so that local edits run without a rebuild. Needs "
+                           "image.build.",
+            .example = "true"},
            {.name = "preflight",
             .kind = K::kEnum,
             .values = {"off", "quick", "full"},

@@ -83,6 +83,23 @@ TEST_CASE("built image: nothing built and no tag is a problem; a tag is run as i
   CHECK(pinned.image == "reg.example.com/team/app@" + kOther);
 }
 
+TEST_CASE("build record: a synced image keeps the build under it and its depth") {
+  BuiltImage synced = built({"v1"});
+  synced.onto = kOther;
+  synced.depth = 3;
+  const std::string text = ktrain::oci::record_built_image("", synced);
+  auto a = ktrain::oci::find_built_image(text, "reg.example.com/team/app", "f");
+  REQUIRE(a);
+  CHECK(a->onto == kOther);
+  CHECK(a->depth == 3);
+  // A full build records neither.
+  auto b = ktrain::oci::find_built_image(ktrain::oci::record_built_image(text, built()),
+                                         "reg.example.com/team/app", "f");
+  REQUIRE(b);
+  CHECK(b->onto.empty());
+  CHECK(b->depth == 0);
+}
+
 TEST_CASE("build record: entries by repository, kept across builds of others") {
   std::string text = ktrain::oci::record_built_image("", built({"v1"}));
   BuiltImage other = built();
