@@ -3,7 +3,7 @@
 # joined to the real control plane, in a network namespace of the test's own, pulling
 # from a real registry with the pull policy ktrain renders. What users run, end to end:
 # `ktrain build` (busybox-static base, ktrain-launch baked in) then `submit --follow`
-# of a run through ktrain-launch (one node, then two that meet by the headless
+# of a run through ktrain-launch, `submit --sync` of an edit without a rebuild (one node, then two that meet by the headless
 # Service's names, which a DNS stand-in answers), examples/hello-ddp on a Python base
 # image made from the host's python3, status, logs, exec and port-forward (through the API
 # server to the kubelet), exec -it with a terminal, stop and resume, dev --shell, top
@@ -79,6 +79,29 @@ expect_eq "$(kubectl get pod -l ktrain.dev/run=real-a -o jsonpath='{.items[0].st
   "$ref" "the kubelet ran the digest build pushed"
 k_ok "logs" logs real-a
 expect_contains "$out" "rank 0 of 1 as 1000" "logs of the finished run, from the kubelet"
+
+echo "== submit --sync: an edit, a new file and a removal run on the kubelet without a rebuild"
+mv proj/fake-gpucheck fake-gpucheck.keep
+cp proj/work.sh work.sh.keep
+{ echo 'echo "synced: $(cat note.txt), gpucheck $([ -e fake-gpucheck ] && echo here || echo gone)"'
+  cat work.sh.keep; } >proj/work.sh
+echo "a note" >proj/note.txt
+k_ok "submit --sync --follow" submit -f proj/ktrain.yaml --sync --run-id s --follow --timeout 120s
+expect_contains "$out" "[rank 0] synced: a note, gpucheck gone" "the edit, the new file and the removal reached the pod"
+expect_contains "$err" "synced 2 entries changed and 1 removed onto $(cut -c1-19 <<<"${ref#*@}")" "submit says what it sent, onto the build"
+synced=$REGISTRY/team/real@$(json 'd["images"]["'"$REGISTRY"'/team/real"]["digest"]' <proj/.ktrain/build.json)
+[ "$synced" != "$ref" ] || fail "the record still names the build"
+expect_eq "$(kubectl get pod -l ktrain.dev/run=real-s -o jsonpath='{.items[0].status.containerStatuses[0].imageID}')" \
+  "$synced" "the kubelet ran the synced image"
+# Back as it was: a sync that puts the file back and drops the note (the later steps
+# serve work.sh from the workspace).
+mv fake-gpucheck.keep proj/fake-gpucheck
+cp work.sh.keep proj/work.sh
+rm proj/note.txt
+"$ktrain" build -f proj/ktrain.yaml --sync -o json >sync.json 2>sync.err || { cat sync.err; fail "build --sync back"; }
+expect_eq "$(json 'd["sync"]["changed"], d["sync"]["removed"], d["sync"]["depth"]' <sync.json)" \
+  "(2, 1, 2)" "the sync back: work.sh and fake-gpucheck, the note removed, on the first sync"
+k_ok "delete real-s" delete real-s
 
 echo "== two nodes: the ranks meet through the headless Service's names"
 k_ok "submit --follow of 2 nodes" submit -f proj/ktrain.yaml --set train.nodes=2 --run-id b --follow --timeout 120s
