@@ -17,6 +17,7 @@
 #include "backend/run_id.h"
 #include "base/error.h"
 #include "base/timefmt.h"
+#include "kube/run_events.h"
 #include "kube/run_state.h"
 #include "kube/watch.h"
 #include "render/render.h"
@@ -176,6 +177,7 @@ RunStatus KubeBackend::describe(const std::string& ns, const std::string& run, c
     }
   }
   RunStatus st = kube::describe_run(job, pods, events, std::chrono::system_clock::now(), nodes);
+  st.events = kube::run_events(events);
 
   if (auto first = first_failure(pods)) st.first_failed = first->first;
   return st;

@@ -45,6 +45,19 @@ struct RankStatus {
   std::string message;  ///< termination message or the scheduler's words
 };
 
+/// An event about a run's objects (its Job or operator object, its pods), as
+/// `ktrain events` and `status --events` show it.
+struct RunEvent {
+  std::optional<std::chrono::system_clock::time_point> first, last;  ///< first and last seen
+  int count = 1;                                                     ///< how often it happened
+  std::string type;                                                  ///< Normal or Warning
+  std::string reason;   ///< FailedScheduling, Pulled, BackOff, ...
+  std::string object;   ///< "pod/NAME", "job/NAME", ...
+  std::string message;  ///< the component's words
+  std::string source;   ///< who said it (default-scheduler, kubelet, job-controller)
+  std::string meaning;  ///< what it means for the run, in one line ("" when plain)
+};
+
 /// Everything `ktrain status RUN` shows.
 struct RunStatus {
   RunSummary summary;
@@ -61,6 +74,8 @@ struct RunStatus {
   /// run's volume is not readable from here) and when it was written.
   std::string checkpoint;
   std::optional<std::chrono::system_clock::time_point> checkpoint_written;
+  /// The events about the run's objects, oldest first (a cluster run's; none locally).
+  std::vector<RunEvent> events;
 };
 
 /// A string that changes exactly when something `ktrain status` shows changes (not

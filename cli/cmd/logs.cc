@@ -7,6 +7,7 @@
 #include "base/duration.h"
 #include "base/error.h"
 #include "base/timefmt.h"
+#include "cmd/log_filter.h"
 #include "cmd/run_common.h"
 
 namespace ktrain::cmd {
@@ -24,8 +25,11 @@ struct LogsOptions {
   bool timestamps = false;
   bool previous = false;
   std::string container;
+  std::vector<std::string> grep, exclude;
+  std::string save;
 
   backend::LogOptions resolved;
+  std::optional<LogFilter> filter;
 
   void validate(const Env& env) {
     resolved.follow = follow;
@@ -40,6 +44,11 @@ struct LogsOptions {
     if (tail < -1)
       throw UsageError("--tail " + std::to_string(tail) + ": expected -1 (all) or more");
     if (tail >= 0) resolved.tail = tail;
+    filter.emplace(grep, exclude);  // a bad expression: exit 2, before the cluster is asked
+    if (!save.empty() && env.global.output != "" && env.global.output != "table") {
+      throw UsageError("--save writes the logs to files; -o " + env.global.output +
+                       " does not apply");
+    }
     if (!since.empty()) {
       if (auto t = parse_rfc3339(since)) {
         resolved.since = *t;
@@ -62,8 +71,23 @@ struct LogsOptions {
       stop_on_signal.emplace();
       o.cancelled = [] { return StopOnSignal::received() != 0; };
     }
+    // --save: the folder is made (or refused) once the run is found.
+    std::optional<LogSaver> saver;
+    if (!save.empty()) saver.emplace(save, timestamps);
+    const bool highlight = filter->active() && env.out_is_terminal && env.color();
     auto print = [&](const backend::LogLine& l) {
-      print_log_line(env, l, timestamps);
+      if (!l.notice && filter->active() && !filter->keep(l.text)) return true;
+      if (saver) {
+        saver->write(l);
+        return true;
+      }
+      if (highlight && !l.notice) {
+        backend::LogLine h = l;
+        h.text = filter->highlighted(l.text);
+        print_log_line(env, h, timestamps);
+      } else {
+        print_log_line(env, l, timestamps);
+      }
       return static_cast<bool>(*env.out);
     };
     if (o.follow || timestamps) {
@@ -74,6 +98,10 @@ struct LogsOptions {
       be->logs(run, o, print);
     }
     env.out->flush();
+    if (saver) {
+      const std::string saved = saver->finish();
+      if (!env.global.quiet) *env.err << "ktrain: saved " << saved << "\n";
+    }
     if (const int sig = StopOnSignal::received(); sig != 0 && stop_on_signal) return 128 + sig;
     return exit_code::kOk;
   }
@@ -97,6 +125,17 @@ void add_logs_command(CLI::App& app, Env& env, CommandResult& result) {
   sub->add_flag("--previous", opts->previous, "The previous attempt's log of a restarted rank");
   sub->add_option("--container", opts->container,
                   "The container (default: the training container)");
+  sub->add_option("--grep", opts->grep,
+                  "Only lines whose text matches this regular expression (ECMAScript; "
+                  "repeatable: any of them), matches highlighted on a terminal")
+      ->type_name("RE");
+  sub->add_option("--exclude", opts->exclude,
+                  "Leave out lines whose text matches this regular expression (repeatable)")
+      ->type_name("RE");
+  sub->add_option("--save", opts->save,
+                  "Write the logs to files in DIR instead (rank-R.log for each worker rank, "
+                  "node-N.log for a node's other lines); DIR must be new or empty")
+      ->type_name("DIR");
   sub->callback([opts, &env, &result] {
     opts->validate(env);
     result.status = opts->run_logs(env);

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/timefmt.h"
+#include "cmd/events.h"
 #include "cmd/notify.h"
 #include "cmd/run_common.h"
 
@@ -23,6 +24,7 @@ struct StatusOptions {
   std::string run;
 
   bool watch = false;
+  bool events = false;    ///< --events: the events about the run's objects too
   std::string on_finish;  ///< --on-finish: a command for the run's end
 
   int run_status(Env& env) const {
@@ -50,7 +52,7 @@ struct StatusOptions {
         print_sweep(env, run, runs, o, false);
         return exit_code::kOk;
       }
-      print(env, *st, o, false);
+      print(env, *st, o, false, events);
       return exit_code::kOk;
     }
     if (auto sb = watched_sweep(env, *be)) {
@@ -75,7 +77,7 @@ struct StatusOptions {
             }
           }
           first = false;
-          print(env, st, o, true);
+          print(env, st, o, true, events);
           env.out->flush();
           final_state = st.summary.state;
           if (!on_finish.empty()) last = st;
@@ -241,15 +243,18 @@ struct StatusOptions {
 
   /// The status as a table, as JSON (one line per status when `watching`) or as YAML
   /// (one document per status).
-  static void print(Env& env, const backend::RunStatus& st, const std::string& o, bool watching) {
+  static void print(Env& env, const backend::RunStatus& st, const std::string& o, bool watching,
+                    bool events) {
     const auto now = env.clock->now();
-    if (o == "json") {
-      *env.out << to_json(st, now).dump(watching ? -1 : 2) << "\n";
-      return;
-    }
-    if (o == "yaml") {
+    if (o == "json" || o == "yaml") {
+      nlohmann::ordered_json j = to_json(st, now);
+      if (events) j["events"] = events_json(st.events);
+      if (o == "json") {
+        *env.out << j.dump(watching ? -1 : 2) << "\n";
+        return;
+      }
       if (watching) *env.out << "---\n";
-      print_document(env, to_json(st, now), o);
+      print_document(env, j, o);
       return;
     }
     const auto& s = st.summary;
@@ -290,6 +295,10 @@ struct StatusOptions {
                               pod_w, r.phase, r.node, node_w, r.restarts,
                               r.exit_code ? std::to_string(*r.exit_code) : "-", reason);
     }
+    if (events && !s.namespace_.empty()) {
+      *env.out << "\nEvents:\n";
+      print_events(env, st.events, now);
+    }
   }
 };
 
@@ -303,6 +312,9 @@ void add_status_command(CLI::App& app, Env& env, CommandResult& result) {
   opts->target.add_to(*sub);
   sub->add_flag("-w,--watch", opts->watch,
                 "Redraw whenever the status changes, until the run ends (exit 1 if it failed)");
+  sub->add_flag("--events", opts->events,
+                "Also the events about the run's Job and pods, oldest first, explained (as "
+                "ktrain events)");
   sub->add_option("--on-finish", opts->on_finish,
                   "With --watch: run this shell command when the run ends, with KTRAIN_RUN, "
                   "KTRAIN_NAMESPACE, KTRAIN_STATE and KTRAIN_EXIT_CODE set")

@@ -11,6 +11,7 @@
 #include "base/cuda.h"
 #include "base/timefmt.h"
 #include "kube/json_read.h"
+#include "kube/run_events.h"
 #include "render/dev.h"
 #include "render/render.h"
 
@@ -209,17 +210,6 @@ RunStatus describe_service(const json& d, const std::vector<json>& pods) {
 }
 
 namespace {
-
-/// When an event happened last and first (events.k8s.io series, core/v1 timestamps, or
-/// when it was recorded).
-std::optional<std::chrono::system_clock::time_point> event_time(const json& e, bool first) {
-  if (auto t = time_at(e, {first ? "firstTimestamp" : "lastTimestamp"})) return t;
-  if (auto t = time_at(e, {"eventTime"})) return t;
-  if (!first) {
-    if (auto t = time_at(e, {"series", "lastObservedTime"})) return t;
-  }
-  return time_at(e, {"metadata", "creationTimestamp"});
-}
 
 /// An event about a pod: its newest message, and when that reason was first and last seen.
 struct PodEvent {

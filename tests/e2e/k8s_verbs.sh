@@ -3,7 +3,7 @@
 # and scheduler of Kubernetes 1.36, the node agent running pods as processes),
 # with kubectl as the reference: submit (again with the same --run-id changes
 # nothing; --dry-run=server), render | kubectl apply -f -, list, status (succeeded, a failed rank, pending
-# for GPUs no node has, pending for a quota), logs (--rank, --tail,
+# for GPUs no node has, pending for a quota), logs (--rank, --tail, --grep, --save,
 # --timestamps), submit --wait (0, 1, 124), a finished run's TTL (nothing left
 # behind), delete, and the user RBAC grants nothing (exit 3, nothing created).
 set -euo pipefail
@@ -182,6 +182,10 @@ expect_eq "$out" "$(printf '[rank 0] step 4\n[rank 0] step 5')" "logs --tail 2"
 k_ok "logs --timestamps" logs ok-a --tail 1 --timestamps
 [[ "$out" =~ ^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z\ \[rank\ 0\]\ step\ 5$ ]] || fail "logs --timestamps: $out"
 echo "ok: logs --timestamps"
+k_ok "logs --grep --exclude" logs ok-a --grep 'step [2-4]' --exclude 'step 3'
+expect_eq "$out" "$(printf '[rank 0] step 2\n[rank 0] step 4')" "logs --grep --exclude, from the cluster"
+k_ok "logs --save" logs ok-a --save "$work/saved" --grep 'step [45]'
+expect_eq "$(cat "$work/saved/rank-0.log")" "$(printf 'step 4\nstep 5')" "logs --save: rank 0's file"
 k logs ok-a --node 3
 expect_eq "$rc" "2" "logs --node 3 of a 1-node run: exit 2"
 
