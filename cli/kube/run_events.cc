@@ -28,10 +28,11 @@ std::string lower(std::string s) {
 
 std::optional<std::chrono::system_clock::time_point> event_time(const json& e, bool first) {
   if (auto t = time_at(e, {first ? "firstTimestamp" : "lastTimestamp"})) return t;
-  if (auto t = time_at(e, {"eventTime"})) return t;
+  // events.k8s.io: eventTime is the first time, a series' lastObservedTime the last.
   if (!first) {
     if (auto t = time_at(e, {"series", "lastObservedTime"})) return t;
   }
+  if (auto t = time_at(e, {"eventTime"})) return t;
   return time_at(e, {"metadata", "creationTimestamp"});
 }
 

@@ -3,7 +3,7 @@
 # and scheduler of Kubernetes 1.36, the node agent running pods as processes),
 # with kubectl as the reference: submit (again with the same --run-id changes
 # nothing; --dry-run=server), render | kubectl apply -f -, list, status (succeeded, a failed rank, pending
-# for GPUs no node has, pending for a quota), logs (--rank, --tail, --grep, --save,
+# for GPUs no node has, pending for a quota), events (and status --events), logs (--rank, --tail, --grep, --save,
 # --timestamps), submit --wait (0, 1, 124), a finished run's TTL (nothing left
 # behind), delete, and the user RBAC grants nothing (exit 3, nothing created).
 set -euo pipefail
@@ -253,6 +253,28 @@ expect_contains "$quota_msg" "exceeded quota: gpus" "the real server refuses the
 k_ok "status quota" -n team status quota-a
 expect_contains "$out" "State:      Pending" "status: pending for a quota"
 expect_contains "$out" "exceeded quota: gpus" "status: why, with the quota named"
+
+echo "== events: the scheduler's, the autoscaler's and the quota's, oldest first, explained"
+k_ok "events of the pending run" events big-a
+expect_contains "$out" "Warning  FailedScheduling" "events: the real scheduler's FailedScheduling"
+expect_contains "$out" "pod/$big_pod" "events: the pod it is about"
+expect_contains "$out" "-> no node has the GPUs free that a pod asks for" "events: FailedScheduling explained"
+expect_contains "$out" "-> the Cluster Autoscaler is adding a node for the pod" "events: TriggeredScaleUp explained"
+k_ok "events -o json" events big-a -o json
+expect_eq "$(json '[e["reason"] for e in d["events"] if e["reason"] in ("TriggeredScaleUp", "NotTriggerScaleUp")]' <<<"$out")" \
+  '["TriggeredScaleUp", "NotTriggerScaleUp"]' "events: oldest first"
+expect_eq "$(json 'sorted(e["time"] for e in d["events"]) == [e["time"] for e in d["events"]]' <<<"$out")" "True" \
+  "events: in time order"
+expect_eq "$(json '[e["source"] for e in d["events"] if e["reason"] == "FailedScheduling"][:1]' <<<"$out")" \
+  '["default-scheduler"]' "events: who said it"
+k_ok "status --events" status big-a --events
+expect_contains "$out" "Events:" "status --events: the section"
+expect_contains "$out" "FailedScheduling" "status --events: the scheduler's event"
+k_ok "events of the run a quota refuses" -n team events quota-a
+expect_contains "$out" "FailedCreate" "events: the Job controller's FailedCreate"
+expect_contains "$out" "-> the namespace's ResourceQuota refuses the pod" "events: the quota explained"
+k events nosuch-a
+expect_eq "$rc" 1 "events of a run that does not exist: exit 1"
 
 echo "== submit --wait --timeout"
 k submit -f slow.yaml --run-id w --wait --timeout 3s

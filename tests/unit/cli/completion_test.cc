@@ -78,7 +78,8 @@ TEST_CASE("completion: -f/--file completes file names in bash") {
 
 TEST_CASE("completion: run names for the verbs that take a RUN come from `ktrain list`") {
   auto bash = run({"completion", "bash"}).out;
-  CHECK(has(bash, "' status top logs exec port-forward delete stop resume ' == *\" $verb \"*"));
+  CHECK(has(bash,
+            "' status top events logs exec port-forward delete stop resume ' == *\" $verb \"*"));
   CHECK(has(bash, "list \"${ctx[@]}\" -o name"));
   auto fish = run({"completion", "fish"}).out;
   CHECK(has(fish, "'__fish_seen_subcommand_from logs' -a '(__ktrain_runs)'"));

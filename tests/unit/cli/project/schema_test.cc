@@ -60,6 +60,8 @@ std::string join(const std::string& section, const std::string& key) {
 std::vector<std::string> context(const std::string& key_path) {
   static const std::map<std::string, std::vector<std::string>> c = {
       {"train.mig", {"train.gpus=1"}},
+      {"train.sync",
+       {"image.build={\"base\": \"r.example.com/b:1\", \"repository\": \"r.example.com/t/a\"}"}},
       {"train.runtime", {"train.target=trainjob"}},
       {"serve.runtime", {"serve.target=kserve", "serve.model={\"uri\": \"s3://m/x\"}"}},
       {"serve.model", {"serve.target=kserve", "serve.runtime=triton"}},
