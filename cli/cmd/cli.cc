@@ -10,6 +10,7 @@
 #include "cmd/completion.h"
 #include "cmd/delete.h"
 #include "cmd/dev.h"
+#include "cmd/diff.h"
 #include "cmd/events.h"
 #include "cmd/exec.h"
 #include "cmd/init.h"
@@ -37,12 +38,12 @@ using Adder = void (*)(CLI::App&, Env&, CommandResult&);
 /// Every verb, in the order `ktrain --help` lists them.
 const std::vector<Adder>& all_commands() {
   static const std::vector<Adder> adders = {
-      add_init_command,   add_validate_command, add_render_command, add_build_command,
-      add_submit_command, add_list_command,     add_status_command, add_top_command,
-      add_events_command, add_logs_command,     add_exec_command,   add_port_forward_command,
-      add_dev_command,    add_delete_command,   add_stop_command,   add_resume_command,
-      add_serve_command,  add_scale_command,    add_setup_command,  add_completion_command,
-      add_schema_command, add_version_command,
+      add_init_command,         add_validate_command, add_render_command,  add_diff_command,
+      add_build_command,        add_submit_command,   add_list_command,    add_status_command,
+      add_top_command,          add_events_command,   add_logs_command,    add_exec_command,
+      add_port_forward_command, add_dev_command,      add_delete_command,  add_stop_command,
+      add_resume_command,       add_serve_command,    add_scale_command,   add_setup_command,
+      add_completion_command,   add_schema_command,   add_version_command,
   };
   return adders;
 }

@@ -20,6 +20,7 @@
 #include "cmd/run_common.h"
 #include "kube/connection.h"
 #include "kube/port_forward.h"
+#include "kube/watch.h"
 
 namespace ktrain::cmd {
 
@@ -180,6 +181,8 @@ int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std:
   };
   std::atomic<bool> pod_gone{false};
   std::string gone_why;
+  bool unreachable = false;  // the API server did not answer for the grace period
+  const std::chrono::seconds grace = kube::api_grace(env);
   auto print_error = [&](const std::string& what) {
     std::lock_guard<std::mutex> lock(mu);
     *env.err << "ktrain: error: " << what << "\n";
@@ -188,6 +191,7 @@ int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std:
   // The pod's end ends the forwarding: checked every second.
   std::thread watcher([&] {
     const auto path = kube::object_path(kube::resource_type("v1", "Pod"), t.ns, t.pod);
+    auto answered = std::chrono::steady_clock::now();  // when the server last answered
     while (!pod_gone && StopOnSignal::received() == 0) {
       for (int i = 0; i < 10 && StopOnSignal::received() == 0 && !pod_gone; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -195,6 +199,7 @@ int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std:
       if (pod_gone || StopOnSignal::received() != 0) break;
       try {
         auto pod = client.get_if_exists(path);
+        answered = std::chrono::steady_clock::now();
         std::string why;
         if (!pod) {
           why = "was deleted";
@@ -210,8 +215,15 @@ int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std:
           gone_why = why;
           pod_gone = true;
         }
-      } catch (const Error&) {
-        // Unreachable for a moment: the connections say more if it lasts.
+      } catch (const Error& e) {
+        // Unreachable for a moment is tried again; for the grace period, it ends.
+        if (e.exit_status() == exit_code::kUnreachable &&
+            std::chrono::steady_clock::now() - answered >= grace) {
+          std::lock_guard<std::mutex> lock(mu);
+          gone_why = kube::gave_up_on_server(e, grace).what();
+          unreachable = true;
+          pod_gone = true;
+        }
       }
     }
   });
@@ -260,6 +272,10 @@ int forward_ports(Env& env, kube::Client& client, const PodTarget& t, const std:
   forwarder.close();  // connections waiting for the pod's side end too
   for (auto& w : workers) w.thread.join();
   watcher.join();
+  if (unreachable) {
+    *env.err << "ktrain: error: " << gone_why << "\nktrain: port-forward ends\n";
+    return exit_code::kUnreachable;
+  }
   if (pod_gone) {
     *env.err << "ktrain: error: pod " << t.pod << " (node " << t.node << " of " << run << ") "
              << gone_why << ": port-forward ends\n";
@@ -284,7 +300,8 @@ void add_port_forward_command(CLI::App& app, Env& env, CommandResult& result) {
       "Connections travel as SPDY streams in one WebSocket to the API server "
       "(SPDY/3.1+portforward.k8s.io, as kubectl 1.31+), or as a WebSocket each "
       "(v4.channel.k8s.io) where the server has no SPDY tunnel; several at once are fine. "
-      "It runs until Ctrl-C (exit 0) or until the pod goes away (exit 1).\n\n"
+      "It runs until Ctrl-C (exit 0), until the pod goes away (exit 1), or until the API "
+      "server has not answered for KTRAIN_API_GRACE seconds (60; exit 3).\n\n"
       "Examples:\n"
       "  ktrain port-forward myrun 6006:6006     # TensorBoard of node 0\n"
       "  ktrain port-forward mysvc :8000         # a replica of a service, any free port");

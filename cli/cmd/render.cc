@@ -5,6 +5,9 @@
 
 #include "base/error.h"
 #include "cmd/built_image.h"
+#include "cmd/diff.h"
+#include "cmd/run_common.h"
+#include "kube/connection.h"
 #include "render/kube_version.h"
 #include "render/render.h"
 #include "render/targets/targets.h"
@@ -22,6 +25,10 @@ void RenderCommandOptions::validate() const {
   }
   if (output != "yaml" && output != "json") {
     throw UsageError("-o " + output + ": render prints yaml or json");
+  }
+  if (!dry_run.empty() && dry_run != "server" && dry_run != "none") {
+    throw UsageError("--dry-run=" + dry_run +
+                     ": render --dry-run takes server (render itself is the client's dry run)");
   }
   if (!kube_version.empty()) {
     if (!kube_release || kube_release->major != 1) {
@@ -48,6 +55,22 @@ int RenderCommandOptions::run(Env& env) const {
   }
   render::Rendered r = render::render_project(p, ro);
   for (const auto& w : r.warnings) env.warn(w);
+  if (dry_run == "server") {
+    // Each object through the cluster's defaulting and admission (nothing kept); a
+    // refusal is exit 2 with the object and the server's words, and nothing printed.
+    if (!cluster_configured(env)) {
+      throw Error(
+          "--dry-run=server checks the objects with a cluster, and none is configured "
+          "(no --kubeconfig, $KUBECONFIG or ~/.kube/config)",
+          exit_code::kUnreachable);
+    }
+    kube::Connection connection(env);
+    server_dry_run(connection.client(), r.objects);
+    if (!env.global.quiet) {
+      *env.err << "ktrain: the API server accepts all " << r.objects.size()
+               << " objects (server-side dry run: nothing was kept)\n";
+    }
+  }
   // The same bytes for the same project and run id, with no secret in them: the
   // rendezvous Secret is made by submit, not printed (a Job's pods do without it).
   note_rendezvous_secret(env, p);
@@ -88,6 +111,10 @@ void add_render_command(CLI::App& app, Env& env, CommandResult& result) {
   sub->add_option("--templates", opts->templates_dir,
                   "Use the skeletons in DIR (same file names as templates/) instead of the "
                   "built-in ones");
+  sub->add_option("--dry-run", opts->dry_run,
+                  "server: have the cluster's API server check every object (defaulting and "
+                  "admission, nothing kept) before printing them")
+      ->type_name("server");
   sub->add_flag("--inspect-image", opts->inspect_image,
                 "Read the CUDA version the image needs from its registry (when the project "
                 "uses GPUs and sets no train.cuda / serve.cuda)");

@@ -21,6 +21,7 @@ struct RenderCommandOptions {
   bool inspect_image = false;  ///< --inspect-image: the image's CUDA version from its registry
   std::vector<std::string> insecure_registries;  ///< --insecure-registry HOST
   std::string kube_version;  ///< --kube-version 1.N: the release to render for ("" = newest tested)
+  std::string dry_run;       ///< --dry-run=server: the cluster's admission checks each object
   /// kube_version read by complete(); nullopt when not given or not a release.
   std::optional<render::KubeVersion> kube_release;
 

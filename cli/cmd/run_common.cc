@@ -29,8 +29,6 @@ void TargetFlags::add_to(CLI::App& app) {
   app.add_flag("--local", local, "Use this machine instead of a cluster");
 }
 
-namespace {
-
 bool cluster_configured(const Env& env) {
   if (!env.global.kubeconfig.empty()) return true;
   if (auto k = env.var("KUBECONFIG"); k && !k->empty()) return true;
@@ -38,6 +36,8 @@ bool cluster_configured(const Env& env) {
   if (auto h = env.var("HOME"); h && env.fs->exists(*h + "/.kube/config")) return true;
   return false;
 }
+
+namespace {
 
 std::unique_ptr<backend::Backend> open_local(Env& env) {
   return std::make_unique<backend::LocalBackend>(env, backend::find_local_programs(env));

@@ -21,6 +21,10 @@ struct TargetFlags {
   void add_to(CLI::App& app);
 };
 
+/// Whether a cluster is configured: --kubeconfig, $KUBECONFIG, in a pod, or
+/// ~/.kube/config.
+bool cluster_configured(const Env& env);
+
 /// The backend for a verb: local with --local, or when no cluster is configured
 /// (no kubeconfig and not inside a pod), or when `run` names a local run; else the
 /// cluster.

@@ -22,6 +22,27 @@ bool sleep_unless_cancelled(const Env& env, std::chrono::milliseconds d,
   return !(cancelled && cancelled());
 }
 
+std::chrono::seconds api_grace(const Env& env) {
+  if (auto v = env.var("KTRAIN_API_GRACE"); v && !v->empty()) {
+    try {
+      std::size_t used = 0;
+      const long long s = std::stoll(*v, &used);
+      if (used == v->size() && s > 0) return std::chrono::seconds(s);
+    } catch (const std::exception&) {
+    }
+    throw UsageError("KTRAIN_API_GRACE=" + *v + ": expected a number of seconds above 0");
+  }
+  return std::chrono::seconds(60);
+}
+
+Error gave_up_on_server(const Error& cause, std::chrono::seconds grace) {
+  return Error(std::string(cause.what()) + "\nktrain: the API server has not answered for " +
+                   std::to_string(grace.count()) +
+                   "s: giving up (the run itself goes on; run the command again once the "
+                   "server is back, or set KTRAIN_API_GRACE to wait longer)",
+               exit_code::kUnreachable);
+}
+
 std::chrono::milliseconds reconnect_delay(int failures) {
   long long ms = 100;
   for (int i = 1; i < failures && ms < 5000; ++i) ms *= 2;
@@ -54,6 +75,9 @@ void list_watch(Client& client, const Env& env, const std::string& path, const W
   };
 
   int failures = 0;
+  std::chrono::steady_clock::time_point failing_since{};  // the first failure in a row
+  const std::chrono::seconds grace =
+      opts.give_up_after.count() > 0 ? opts.give_up_after : api_grace(env);
   std::string rv;
   bool need_list = true;
   while (!cancelled()) {
@@ -68,13 +92,15 @@ void list_watch(Client& client, const Env& env, const std::string& path, const W
       } catch (const ApiError&) {
         throw;
       } catch (const Error& e) {
-        // Below HTTP (exit 3): the server may be restarting; try again.
-        if (++failures >= opts.max_failures) throw;
+        // Below HTTP (exit 3): the server may be restarting; try again, for a while.
+        if (failures++ == 0) failing_since = env.clock->steady_now();
+        if (env.clock->steady_now() - failing_since >= grace) throw gave_up_on_server(e, grace);
         if (!sleep_unless_cancelled(env, reconnect_delay(failures), opts.cancelled)) return;
         continue;
       }
       if (handlers.on_list) handlers.on_list(items);
       need_list = false;
+      failures = 0;
     }
 
     Query q{{"watch", "1"}, {"allowWatchBookmarks", "true"}, {"resourceVersion", rv}};
@@ -148,10 +174,17 @@ void list_watch(Client& client, const Env& env, const std::string& path, const W
     }
     // Ended (the server's watch timeout), dropped, or a 429/5xx: resume from rv.
     if (resp.failure != net::TransportFailure::kNone || status >= 300 || !progressed) {
-      if (++failures >= opts.max_failures) {
+      if (failures++ == 0) failing_since = env.clock->steady_now();
+      // Connections that fail are tried for the grace period; answers that are no
+      // watch, max_failures times.
+      const bool unreachable = resp.failure != net::TransportFailure::kNone;
+      const bool too_long = unreachable && env.clock->steady_now() - failing_since >= grace;
+      if ((!unreachable && failures >= opts.max_failures) || too_long) {
         resp.body = error_body;
         if (resp.failure != net::TransportFailure::kNone) {
-          throw transport_error(client.config(), req, resp);
+          const Error e = transport_error(client.config(), req, resp);
+          if (too_long) throw gave_up_on_server(e, grace);
+          throw e;
         }
         client.check(req, resp);
         throw Error("watching " + path + ": the API server keeps ending the watch");

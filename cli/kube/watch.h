@@ -6,6 +6,7 @@
 // 410 Gone (the version is older than the server keeps) leads to a fresh list;
 // a dropped connection is retried with backoff.
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -33,13 +34,23 @@ struct WatchOptions {
   std::vector<std::string> drop_keys;
   /// Polled at least every 100 ms; true ends list_watch.
   std::function<bool()> cancelled;
-  /// Consecutive failed connections (no event in between) before giving up.
+  /// Consecutive answers that are no watch (no event in between) before giving up.
   int max_failures = 30;
+  /// How long connections may keep failing before giving up (0: api_grace(env)).
+  std::chrono::seconds give_up_after{0};
 };
+
+/// How long a follow or watch goes on trying an API server that does not answer before
+/// it ends (exit 3): KTRAIN_API_GRACE seconds, default 60.
+std::chrono::seconds api_grace(const Env& env);
+
+/// The error that ends a follow whose API server has not answered for `grace`: `cause`
+/// (what the last try said) and what to do, exit 3.
+Error gave_up_on_server(const Error& cause, std::chrono::seconds grace);
 
 /// Lists the collection at `path`, then watches it until `opts.cancelled` says stop.
 /// Throws Error for API errors other than 410 Gone (e.g. 403), and (exit 3) after
-/// `max_failures` connections in a row failed.
+/// `max_failures` connections in a row failed, or failures for `give_up_after`.
 void list_watch(Client& client, const Env& env, const std::string& path, const WatchOptions& opts,
                 const WatchHandlers& handlers);
 

@@ -244,7 +244,18 @@ void WebSocket::close() {
     raw->resume_reading();  // the server's close comes by reading
   });
   std::unique_lock<std::mutex> lock(impl_->mu);
+  if (impl_->cv.wait_for(lock, std::chrono::seconds(1), [&] { return impl_->closed; })) return;
+  // No close from the server within a second (it is gone, or hangs): the connection is
+  // dropped, so that a receive() waiting on it returns.
+  lock.unlock();
+  asio::post(impl_->ioc, [raw] {
+    beast::error_code ec;
+    raw->ws.next_layer().close(ec);
+  });
+  lock.lock();
   impl_->cv.wait_for(lock, std::chrono::seconds(1), [&] { return impl_->closed; });
+  impl_->closed = true;
+  impl_->cv.notify_all();
 }
 
 std::string WebSocket::error() const {

@@ -12,10 +12,12 @@
 # none; a dev pod of such an image), the numeric-user default that the kubelet's
 # runAsNonRoot check accepts, a container killed at its memory limit explained by
 # status, train.retry on the kubelet's exit codes, the CUDA preflight's refusal (exit 79)
-# and the hang watchdog (exit 74) with their termination messages in status, and delete
-# leaving nothing. Our node agent serves the other k8s_* tests (GPU capacity and GPU
-# feature-discovery labels, many nodes: what a real node cannot have here); this one
-# uses the real node because these are what a kubelet decides.
+# and the hang watchdog (exit 74) with their termination messages in status, delete
+# leaving nothing, and logs -f, status --watch and port-forward ending (exit 3) once the
+# API server has not answered for KTRAIN_API_GRACE. Our node agent serves the other
+# k8s_* tests (GPU capacity and GPU feature-discovery labels, many nodes: what a real
+# node cannot have here); this one uses the real node because these are what a kubelet
+# decides.
 set -euo pipefail
 source "${KTRAIN_SOURCE:-.}/tests/fixtures/k8s/cluster.bash"
 real_node_netns "$@"
@@ -346,4 +348,32 @@ k_ok "delete oom-a" delete oom-a
 k_ok "delete stock-a" delete stock-a
 k8s_wait "nothing of the runs to be left" 90 sh -c \
   "[ -z \"\$(kubectl get pods,services,jobs,deployments,secrets -l 'ktrain.dev/run in (bare-a,bare-b,bare-c,real-a,real-b,hello-ddp-a,real-h,real-dev,bare-dev,web,oom-a,stock-a,retry-a,retry-b,hang-a,olddriver-a)' -o name 2>/dev/null)\" ]"
+echo "== the API server goes: a follow, a watch and a port-forward end after the grace period"
+built_project gone "[sh, -c, 'echo \"up\"; busybox httpd -p 8080 -h /workspace; exec sleep 600']" </dev/null
+k_ok "submit a run to follow" submit -f proj/gone.yaml --run-id a
+wait_state gone-a Running 90
+export KTRAIN_API_GRACE=5
+"$ktrain" logs -f gone-a >gone-logs.out 2>gone-logs.err & logs_pid=$!
+"$ktrain" status --watch gone-a >gone-watch.out 2>gone-watch.err & watch_pid=$!
+"$ktrain" port-forward gone-a :8080 >gone-pf.out 2>gone-pf.err & pf_pid=$!
+k8s_wait "the follow's first line" 30 grep -q "up" gone-logs.out
+k8s_wait "port-forward to listen" 30 grep -q "^Forwarding from" gone-pf.out
+api_pid=""
+for p in $(cat "$CLUSTER_DIR/pids"); do
+  case "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" in *kube-apiserver*) api_pid=$p ;; esac
+done
+[ -n "$api_pid" ] || fail "no kube-apiserver process among the cluster's"
+kill -KILL "$api_pid"
+t0=$SECONDS
+for what in logs watch pf; do
+  pid_var=${what}_pid
+  rc=0
+  timeout 60 tail --pid="${!pid_var}" -f /dev/null || fail "$what did not end within 60s of the API server's end"
+  wait "${!pid_var}" || rc=$?
+  expect_eq "$rc" 3 "$what: exit 3 once the API server is gone"
+  expect_contains "$(cat "gone-$what.err")" "the API server has not answered for 5s: giving up (the run itself goes on" \
+    "$what: says why it ended"
+done
+echo "ok: all three ended $((SECONDS - t0))s after the API server"
+unset KTRAIN_API_GRACE
 echo "PASS"

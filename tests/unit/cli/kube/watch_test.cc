@@ -91,3 +91,50 @@ TEST_CASE("watch: events with a type or resourceVersion of the wrong type are sk
   CHECK(events[0] == " a");
   CHECK(events[1] == "ADDED b");
 }
+
+TEST_CASE("watch: an API server that does not answer is tried for KTRAIN_API_GRACE, then exit 3") {
+  TestEnv t;
+  FakeProcessRunner runner;
+  FakeTransport tr;
+  int watches = 0;
+  tr.handler = [&](const net::Request& r) {
+    if (kube_test::query_param(r.url, "watch") != "1") {
+      return kube_test::json_response(
+          200, {{"metadata", {{"resourceVersion", "5"}}}, {"items", json::array()}});
+    }
+    ++watches;
+    net::Response resp;
+    resp.failure = net::TransportFailure::kConnect;
+    resp.failure_message = "Failed to connect";
+    return resp;
+  };
+  kube::Client client(kube_test::token_config(), tr, t.env, runner);
+  kube::WatchOptions opts;
+  opts.max_failures = 3;  // answers that are no watch; failed connections go by time
+  kube::WatchHandlers handlers;
+  t.env.vars["KTRAIN_API_GRACE"] = "20";
+  const auto began = t.env.clock->steady_now();
+  try {
+    kube::list_watch(client, t.env, "/api/v1/namespaces/ml/pods", opts, handlers);
+    FAIL("list_watch did not give up");
+  } catch (const Error& e) {
+    CHECK(e.exit_status() == exit_code::kUnreachable);
+    CHECK(std::string(e.what()).find("the API server has not answered for 20s: giving up") !=
+          std::string::npos);
+  }
+  const auto waited = t.env.clock->steady_now() - began;
+  CHECK(waited >= std::chrono::seconds(20));
+  CHECK(waited < std::chrono::seconds(30));
+  CHECK(watches > 3);  // not max_failures: the grace period decides
+}
+
+TEST_CASE("api_grace: KTRAIN_API_GRACE seconds, default 60; a bad value is a usage error") {
+  TestEnv t;
+  CHECK(kube::api_grace(t.env) == std::chrono::seconds(60));
+  t.env.vars["KTRAIN_API_GRACE"] = "5";
+  CHECK(kube::api_grace(t.env) == std::chrono::seconds(5));
+  for (const char* bad : {"0", "-3", "5s", "x"}) {
+    t.env.vars["KTRAIN_API_GRACE"] = bad;
+    CHECK_THROWS_AS(kube::api_grace(t.env), UsageError);
+  }
+}
