@@ -55,8 +55,7 @@ class Follower {
         workload_(workload),
         opts_(opts),
         sink_(sink),
-        rank_prefix_(opts.rank ? "[rank " + std::to_string(*opts.rank) + "]" : std::string()),
-        grace_(kube::api_grace(env)) {}
+        rank_prefix_(opts.rank ? "[rank " + std::to_string(*opts.rank) + "]" : std::string()) {}
 
   void run() {
     const auto pod_type = kube::resource_type("v1", "Pod");
@@ -372,8 +371,6 @@ class Follower {
     bool renewed = false;  ///< credentials renewed after a 401 since data last came
     bool after_400 = false;
     int failures = 0;
-    /// Since when the API server has not answered this stream at all (nullopt: it answers).
-    std::optional<std::chrono::steady_clock::time_point> unreachable_since;
     int status = 0;
     bool stopped = false;  ///< the sink said stop
     std::string error_body;
@@ -536,26 +533,15 @@ class Follower {
   }
 
   /// After an answer that is no end: at once when data came on it, else after a delay
-  /// that grows with each failure, up to kMaxFailures (under mu_).
+  /// that grows with each failure, up to kMaxFailures answers (under mu_).
   void retry_later(Stream& s, std::chrono::steady_clock::time_point now) {
     if (s.lines.progressed()) {
       s.phase = Phase::kWaitStart;  // resume at once after a drop in the middle of data
       return;
     }
-    ++s.failures;
-    // An API server that does not answer at all for the grace period ends the follow.
-    const bool unreachable = s.resp.failure != net::TransportFailure::kNone;
-    if (!unreachable) {
-      s.unreachable_since.reset();
-    } else if (!s.unreachable_since) {
-      s.unreachable_since = now;
-    } else if (now - *s.unreachable_since >= grace_) {
-      fail_locked(kube::gave_up_on_server(
-          kube::transport_error(client_.config(), request_of(s), s.resp), grace_));
-      s.phase = Phase::kDone;
-      return;
-    }
-    if (s.failures >= kMaxFailures && !unreachable) {
+    // A server that does not answer at all is tried on: the pod watch ends the follow
+    // after the grace period (KTRAIN_API_GRACE).
+    if (++s.failures >= kMaxFailures && s.resp.failure == net::TransportFailure::kNone) {
       if (!fail_check(s)) {
         fail_locked(
             Error("following pod " + s.name + ": the log stream keeps ending without data"));
@@ -776,7 +762,6 @@ class Follower {
   const LogOptions& opts_;
   const LogSink& sink_;
   const std::string rank_prefix_;
-  const std::chrono::seconds grace_;  ///< how long a server that does not answer is tried
 
   std::mutex mu_;  // everything below except stop_, the threads and sink_mu_
   std::condition_variable cv_;

@@ -77,8 +77,9 @@ TEST_CASE("cli: a misspelt verb gets a did-you-mean and the verb's usage") {
   CHECK(g.err.find("unknown verb 'stauts'; did you mean 'status'?") != std::string::npos);
   // Nothing close: the list of verbs.
   auto far = run({"frobnicate"});
-  CHECK(far.err.find("unknown verb 'frobnicate'; the verbs are init, validate, render, diff, build, "
-                     "submit,") != std::string::npos);
+  CHECK(
+      far.err.find("unknown verb 'frobnicate'; the verbs are init, validate, render, diff, build, "
+                   "submit,") != std::string::npos);
   CHECK(far.err.find("__keeper") == std::string::npos);
 }
 
