@@ -175,8 +175,9 @@ std::string checkpoint_to_resume(const std::map<std::string, std::string>& env) 
   return found->path;
 }
 
-int finish(const Config& c, int status, const std::string& cause) {
-  if (!cause.empty()) write_termination_log(c.termination_log, cause);
+int finish(const Config& c, int status, const std::string& cause, const std::string& tail_of = "",
+           const std::vector<std::string>& tail = {}) {
+  if (!cause.empty()) write_termination_log(c.termination_log, cause, tail_of, tail);
   return status;
 }
 
@@ -303,7 +304,7 @@ int run_launcher(const Config& c, const std::map<std::string, std::string>& env)
     supervisor.set_watchdog(c.watchdog_timeout_s);
     if (!state_dir.empty()) supervisor.set_stop_file(state_dir + "/stop");
     Outcome outcome = supervisor.run(workers, *peers);
-    return finish(c, outcome.status, outcome.cause);
+    return finish(c, outcome.status, outcome.cause, outcome.tail_of, outcome.tail);
   } catch (const LaunchError& e) {
     log_line(std::string("error: ") + e.what());
     if (peers) peers->local_failed("node " + std::to_string(c.node_rank) + ": " + e.what());

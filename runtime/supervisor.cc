@@ -68,7 +68,8 @@ void write_all(int fd, const std::string& data) {
 struct Stream {
   int fd = -1;
   LinePrefixer prefixer;
-  explicit Stream(const std::string& prefix) : prefixer(prefix) {}
+  std::size_t prefix_len;
+  explicit Stream(const std::string& prefix) : prefixer(prefix), prefix_len(prefix.size()) {}
 };
 
 struct Running {
@@ -78,17 +79,31 @@ struct Running {
   int64_t active_ms = 0;       ///< the last output or heartbeat (the start at first)
   int64_t heartbeat_seen = 0;  ///< the heartbeat file's mtime when last looked at
   Stream out, err;
+  LastLines tail;  ///< its last output lines, for the termination message
   explicit Running(const WorkerSpec& s)
       : spec(s),
         out("[rank " + std::to_string(s.rank) + "] "),
         err("[rank " + std::to_string(s.rank) + "] ") {}
 };
 
+// The lines of `out` from `from` on (each with `prefix_len` bytes of prefix) into `tail`.
+void keep_tail(const std::string& out, std::size_t from, std::size_t prefix_len, LastLines* tail) {
+  if (!tail) return;
+  while (from < out.size()) {
+    std::size_t nl = out.find('\n', from);
+    if (nl == std::string::npos) nl = out.size();
+    const std::size_t start = std::min(from + prefix_len, nl);
+    tail->add(std::string_view(out).substr(start, nl - start));
+    from = nl + 1;
+  }
+}
+
 // Reads what is in the pipe (at most `budget` bytes); closes it on EOF. Returns the
-// bytes read.
-size_t pump(Stream& s, std::string& out, size_t budget) {
+// bytes read. The lines go to `out`, and the last ones to `tail` too.
+size_t pump(Stream& s, std::string& out, size_t budget, LastLines* tail) {
   char buf[65536];
   size_t got = 0;
+  const std::size_t from = out.size();
   while (s.fd >= 0 && got < budget) {
     ssize_t n = ::read(s.fd, buf, sizeof buf);
     if (n > 0) {
@@ -97,11 +112,12 @@ size_t pump(Stream& s, std::string& out, size_t budget) {
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return got;
+    if (n < 0 && errno == EAGAIN) break;
     s.prefixer.flush(out);
     ::close(s.fd);
     s.fd = -1;
   }
+  keep_tail(out, from, s.prefix_len, tail);
   return got;
 }
 
@@ -249,10 +265,12 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   }
 }
 
-void close_stream(Stream& s, std::string& out) {
+void close_stream(Stream& s, std::string& out, LastLines* tail) {
   if (s.fd >= 0) {
-    pump(s, out, SIZE_MAX);  // drains, stops at EAGAIN when a grandchild keeps it open
+    pump(s, out, SIZE_MAX, tail);  // drains, stops at EAGAIN when a grandchild keeps it open
+    const std::size_t from = out.size();
     s.prefixer.flush(out);
+    keep_tail(out, from, s.prefix_len, tail);
     if (s.fd >= 0) ::close(s.fd);
     s.fd = -1;
   }
@@ -339,8 +357,8 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
     ::fcntl(e[0], F_SETFL, O_NONBLOCK);
     if (w.pid < 0) {
       w.exited = true;
-      close_stream(w.out, out);
-      close_stream(w.err, out);
+      close_stream(w.out, out, &w.tail);
+      close_stream(w.err, out, &w.tail);
       fail(1, errno_message("rank " + std::to_string(spec.rank) + " could not be started"), true);
       break;
     }
@@ -365,10 +383,14 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
       for (auto& w : workers) {
         if (w.pid != pid || w.exited) continue;
         w.exited = true;
-        close_stream(w.out, out);
-        close_stream(w.err, out);
+        close_stream(w.out, out, &w.tail);
+        close_stream(w.err, out, &w.tail);
         bool failed = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-        if (failed && !stopping) fail(exit_status_of(st), describe_exit(w.spec.rank, st), true);
+        if (failed && !stopping && !have_outcome) {
+          fail(exit_status_of(st), describe_exit(w.spec.rank, st), true);
+          outcome.tail_of = "rank " + std::to_string(w.spec.rank);
+          outcome.tail = w.tail.lines();
+        }
       }
     }
   };
@@ -405,7 +427,9 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
 
     for (size_t i = 0; i < streams.size(); ++i) {
       if (fds[1 + i].revents & (POLLIN | POLLHUP | POLLERR)) {
-        if (pump(*streams[i].first, out, 1 << 20) > 0) streams[i].second->active_ms = now_ms();
+        if (pump(*streams[i].first, out, 1 << 20, &streams[i].second->tail) > 0) {
+          streams[i].second->active_ms = now_ms();
+        }
       }
     }
     if (fds[0].revents & POLLIN) {
@@ -486,8 +510,8 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
   // Nothing of the workers' groups outlives the launcher.
   for (auto& w : workers) {
     if (w.pid > 0) ::kill(-w.pid, SIGKILL);
-    close_stream(w.out, out);
-    close_stream(w.err, out);
+    close_stream(w.out, out, &w.tail);
+    close_stream(w.err, out, &w.tail);
   }
   if (!out.empty()) write_all(output_fd_, out);
   int st;

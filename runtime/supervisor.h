@@ -29,6 +29,9 @@ struct WorkerSpec {
 struct Outcome {
   int status = 0;
   std::string cause;
+  /// When a worker's exit ended the node: "rank R" and its last output lines.
+  std::string tail_of;
+  std::vector<std::string> tail;
 };
 
 /// The signals forwarded to every worker group.

@@ -23,6 +23,38 @@ bool write_termination_log(const std::string& path, const std::string& cause) {
   return ok;
 }
 
+bool write_termination_log(const std::string& path, const std::string& cause,
+                           const std::string& who, const std::vector<std::string>& tail) {
+  if (tail.empty()) return write_termination_log(path, cause);
+  constexpr std::size_t kMaxBytes = 4000;
+  const std::string head = printable(cause) + "\n" + kLastLinesOf + who + ":\n";
+  std::vector<std::string> lines;
+  std::size_t bytes = head.size();
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {  // the newest kept first
+    std::string l = printable(*it) + "\n";
+    if (bytes + l.size() > kMaxBytes) break;
+    bytes += l.size();
+    lines.push_back(std::move(l));
+  }
+  std::string text = head;
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) text += *it;
+  if (path.empty()) return false;
+  int flags = O_WRONLY | O_TRUNC | O_CLOEXEC;
+  if (path != "/dev/termination-log") flags |= O_CREAT;
+  int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) return false;
+  // (The first line alone is the cause, as a reader of one line expects.)
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+void LastLines::add(std::string_view line) {
+  if (max_ == 0) return;
+  if (lines_.size() == max_) lines_.erase(lines_.begin());
+  lines_.emplace_back(line.substr(0, kMaxTailLine));
+}
+
 std::string signal_name(int sig) {
   const char* abbrev = ::sigabbrev_np(sig);
   if (abbrev) return std::string("SIG") + abbrev;

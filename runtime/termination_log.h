@@ -2,7 +2,10 @@
 // The one-line cause of the container's end, where Kubernetes shows it
 // (terminationMessagePath, /dev/termination-log) and `ktrain status` reads it.
 
+#include <cstddef>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace ktrain::launch {
 
@@ -11,6 +14,28 @@ namespace ktrain::launch {
 /// /dev/termination-log is only written when it exists (inside a container);
 /// another path is created. Returns false when the write failed.
 bool write_termination_log(const std::string& path, const std::string& cause);
+
+/// The same, then "last lines of <who>:" and `tail` (the failed rank's last output lines,
+/// each through printable()), the oldest left out to keep the whole within 4000 bytes
+/// (the kubelet keeps 4096 of a container's message).
+bool write_termination_log(const std::string& path, const std::string& cause,
+                           const std::string& who, const std::vector<std::string>& tail);
+
+/// The header line before the last lines in a termination message.
+inline constexpr char kLastLinesOf[] = "last lines of ";
+
+/// The last lines of a worker's output, at most `max` of at most kMaxTailLine bytes.
+class LastLines {
+ public:
+  static constexpr std::size_t kMaxTailLine = 240;
+  explicit LastLines(std::size_t max = 10) : max_(max) {}
+  void add(std::string_view line);
+  const std::vector<std::string>& lines() const { return lines_; }
+
+ private:
+  std::size_t max_;
+  std::vector<std::string> lines_;  // oldest first
+};
 
 /// Returns "rank 3 exited 1" or "rank 3 killed by SIGSEGV" for a wait status.
 std::string describe_exit(int rank, int wait_status);

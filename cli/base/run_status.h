@@ -43,6 +43,9 @@ struct RankStatus {
   std::optional<int> exit_code;
   std::string reason;   ///< OOMKilled, Error, ImagePullBackOff, Unschedulable, ...
   std::string message;  ///< termination message or the scheduler's words
+  /// The last lines the rank printed before it failed, as ktrain-launch kept them in
+  /// its termination message (they outlive the log, with the pod object).
+  std::vector<std::string> last_lines;
 };
 
 /// An event about a run's objects (its Job or operator object, its pods), as

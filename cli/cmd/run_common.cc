@@ -176,8 +176,15 @@ void explain_failure(Env& env, backend::Backend& backend, const backend::RunStat
     });
   } catch (const Error& e) {
     *env.err << "ktrain: (its log cannot be read: " << e.what() << ")\n";
+    lines.clear();
+  }
+  if (lines.empty() && !r.last_lines.empty()) {
+    // The log is gone (or was never reachable): what the launcher kept in the pod.
+    *env.err << "ktrain: the last lines it printed, from its termination message:\n";
+    for (const auto& l : r.last_lines) *env.err << "  " << l << "\n";
     return;
   }
+  if (lines.empty()) return;
   *env.err << "ktrain: last " << lines.size() << " lines of node " << failed << ":\n";
   for (const auto& l : lines) *env.err << "  " << l.text << "\n";
 }
@@ -401,6 +408,7 @@ nlohmann::ordered_json to_json(const backend::RunStatus& s,
     rj["exitCode"] = r.exit_code ? nlohmann::ordered_json(*r.exit_code) : nullptr;
     rj["reason"] = r.reason;
     rj["message"] = r.message;
+    if (!r.last_lines.empty()) rj["lastLines"] = r.last_lines;
     ranks.push_back(std::move(rj));
   }
   return j;

@@ -295,6 +295,12 @@ struct StatusOptions {
                               pod_w, r.phase, r.node, node_w, r.restarts,
                               r.exit_code ? std::to_string(*r.exit_code) : "-", reason);
     }
+    for (const auto& r : st.ranks) {
+      if (r.last_lines.empty()) continue;
+      *env.out << "\nLast lines of " << (service ? "replica " : "node ") << r.index
+               << " (kept in its termination message, with the pod):\n";
+      for (const auto& l : r.last_lines) *env.out << "  " << l << "\n";
+    }
     if (events && !s.namespace_.empty()) {
       *env.out << "\nEvents:\n";
       print_events(env, st.events, now);

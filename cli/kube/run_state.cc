@@ -27,6 +27,19 @@ std::string trimmed_message(std::string msg) {
   return msg;
 }
 
+/// A termination message of ktrain-launch: the cause on its first line, then, after
+/// "last lines of rank R:", the rank's last output lines (which go to `lines`).
+std::string split_termination_message(const std::string& msg, std::vector<std::string>* lines) {
+  const auto header = msg.find("\nlast lines of ");
+  if (header == std::string::npos) return msg;
+  const auto body = msg.find('\n', header + 1);
+  if (body != std::string::npos) {
+    std::istringstream in(msg.substr(body + 1));
+    for (std::string l; std::getline(in, l);) lines->push_back(l);
+  }
+  return msg.substr(0, header);
+}
+
 using nlohmann::json;
 
 const json* train_container_status(const json& pod) {
@@ -431,7 +444,7 @@ RunStatus describe_run(const json& job, const std::vector<json>& pods,
       if (const auto& t = at_path(state, {"terminated"}); t.is_object()) {
         rank.exit_code = integer(at_path(t, {"exitCode"}));
         rank.reason = t.value("reason", "");
-        rank.message = t.value("message", "");
+        rank.message = split_termination_message(t.value("message", ""), &rank.last_lines);
       } else if (const auto& w = at_path(state, {"waiting"}); w.is_object()) {
         rank.reason = w.value("reason", "");
         rank.message = w.value("message", "");

@@ -11,7 +11,8 @@
 # launcher from the launcher image (named, or pushed by submit where the project names
 # none; a dev pod of such an image), the numeric-user default that the kubelet's
 # runAsNonRoot check accepts, a container killed at its memory limit explained by
-# status, train.retry on the kubelet's exit codes, the CUDA preflight's refusal (exit 79)
+# status, train.retry on the kubelet's exit codes (a failed rank's last lines kept in its
+# termination message), the CUDA preflight's refusal (exit 79)
 # and the hang watchdog (exit 74) with their termination messages in status, delete
 # leaving nothing, and logs -f, status --watch and port-forward ending (exit 3) once the
 # API server has not answered for KTRAIN_API_GRACE. Our node agent serves the other
@@ -293,6 +294,13 @@ expect_eq "$(kubectl get pods -l ktrain.dev/run=retry-a -o name | wc -l)" 1 "fai
 k_ok "status of the run a rule failed" status retry-a
 expect_contains "$out" "a pod failure rule failed the run at once" "status: a rule ended it"
 expect_contains "$out" "failed with exit code 3 matching FailJob rule at index 1" "status: which rule, as the Job controller says"
+expect_contains "$out" "$(printf 'Last lines of node 0 (kept in its termination message, with the pod):\n  exits 3')" \
+  "status: the rank's last line, from the termination message the kubelet kept"
+expect_eq "$(kubectl get pod -l ktrain.dev/run=retry-a -o jsonpath='{.items[0].status.containerStatuses[0].state.terminated.message}')" \
+  "$(printf 'rank 0 exited 3\nlast lines of rank 0:\nexits 3')" "the kubelet's termination message: the cause, then the last lines"
+k_ok "status -o json of the failed run" status retry-a -o json
+expect_eq "$(json 'd["ranks"][0]["message"], d["ranks"][0]["lastLines"]' <<<"$out")" "('rank 0 exited 3', ['exits 3'])" \
+  "status -o json: the cause and the last lines apart"
 k_ok "submit a run that exits 143" submit -f proj/retry.yaml --run-id b --set train.env.CODE=143
 # restarts: 0, so a counted failure would end the run at once: a second try is free.
 k8s_wait "a second, uncounted try of retry-b" 120 sh -c \

@@ -104,6 +104,22 @@ TEST_CASE("supervisor: the first failure stops the others and tells the peers") 
   CHECK(peers.done == 0);
 }
 
+TEST_CASE(
+    "supervisor: the failed rank's last output lines (stdout and stderr) come with the cause") {
+  FakePeers peers;
+  Run r = supervise({sh(0, "sleep 30"),
+                     sh(1, "for i in $(seq 1 15); do echo step $i; done; echo boom >&2; exit 3")},
+                    peers);
+  CHECK(r.outcome.cause == "rank 1 exited 3");
+  CHECK(r.outcome.tail_of == "rank 1");
+  REQUIRE(r.outcome.tail.size() == 10);
+  CHECK(r.outcome.tail.front() == "step 7");
+  CHECK(r.outcome.tail.back() == "boom");
+  // A node that succeeds keeps none.
+  FakePeers ok_peers;
+  CHECK(supervise({sh(0, "echo fine")}, ok_peers).outcome.tail.empty());
+}
+
 TEST_CASE("supervisor: a worker killed by a signal gives 128+signal") {
   FakePeers peers;
   Run r = supervise({sh(4, "kill -SEGV $$"), sh(5, "sleep 30")}, peers);

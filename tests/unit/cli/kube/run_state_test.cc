@@ -447,6 +447,27 @@ TEST_CASE("run state: a hung worker (exit 74) is said in the watchdog's words") 
   CHECK(st.explanations[0] == "rank 0 failed with exit code 74 (the watchdog): " + words);
 }
 
+TEST_CASE("run state: the last lines in a launcher's termination message, apart from its cause") {
+  json failed = {
+      {"phase", "Failed"},
+      {"containerStatuses",
+       {{{"name", "train"},
+         {"state",
+          {{"terminated",
+            {{"exitCode", 3},
+             {"reason", "Error"},
+             {"message",
+              "rank 1 exited 3\nlast lines of rank 1:\nstep 9\nValueError: bad input\n"}}}}}}}}};
+  auto st = ktrain::kube::describe_run(
+      job("r", {{"failed", 1}, {"conditions", {{{"type", "Failed"}, {"status", "True"}}}}}, 1),
+      {pod("r-0", 0, failed)}, {});
+  REQUIRE(st.ranks.size() == 1);
+  CHECK(st.ranks[0].message == "rank 1 exited 3");
+  CHECK(st.ranks[0].last_lines == std::vector<std::string>{"step 9", "ValueError: bad input"});
+  REQUIRE(st.explanations.size() == 1);
+  CHECK(st.explanations[0].find("ValueError") == std::string::npos);  // the cause, one line
+}
+
 TEST_CASE("run state: a run a pod failure rule ended says so, in the Job controller's words") {
   const std::string words =
       "Container train for pod default/r-0-abcde failed with exit code 3 matching FailJob rule "
