@@ -273,39 +273,49 @@ void add_entry(TarWriter& tar, const std::string& name, const ContextEntry& e) {
   }
 }
 
+namespace {
+
+/// Writes the layer whose tar holds what `add` writes into the file `tmp` (compressed
+/// and hashed in one pass); the blob without its final path.
+LayerBlob write_layer(const LayerOptions& opts, const std::string& tmp,
+                      const std::function<void(TarWriter&)>& add) {
+  LayerBlob blob;
+  blob.media_type = layer_media_type(opts.compression);
+  HashingFile out(tmp);
+  Sha256 tar_hash;
+  std::uint64_t tar_size = 0;
+  auto compressor = make_compressor(
+      opts.compression,
+      [&](std::string_view d) {
+        out.write(d);
+        if (opts.tee) opts.tee(d);
+      },
+      opts.threads);
+  TarWriter tar(
+      [&](std::string_view d) {
+        tar_hash.update(d);
+        tar_size += d.size();
+        compressor->write(d);
+        if (opts.progress) opts.progress(tar_size);
+      },
+      opts.mtime);
+  add(tar);
+  tar.finish();
+  compressor->finish();
+  blob.digest = out.close_and_digest();
+  blob.size = out.size();
+  blob.diff_id = tar_hash.finish();
+  blob.tar_size = tar_size;
+  return blob;
+}
+
+}  // namespace
+
 LayerBlob make_layer_of(const LayerOptions& opts, const std::function<void(TarWriter&)>& add) {
   static std::atomic<unsigned> serial{0};
   const std::string tmp =
       opts.temp_dir + "/layer-" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
-  LayerBlob blob;
-  blob.media_type = layer_media_type(opts.compression);
-  {
-    HashingFile out(tmp);
-    Sha256 tar_hash;
-    std::uint64_t tar_size = 0;
-    auto compressor = make_compressor(
-        opts.compression,
-        [&](std::string_view d) {
-          out.write(d);
-          if (opts.tee) opts.tee(d);
-        },
-        opts.threads);
-    TarWriter tar(
-        [&](std::string_view d) {
-          tar_hash.update(d);
-          tar_size += d.size();
-          compressor->write(d);
-          if (opts.progress) opts.progress(tar_size);
-        },
-        opts.mtime);
-    add(tar);
-    tar.finish();
-    compressor->finish();
-    blob.digest = out.close_and_digest();
-    blob.size = out.size();
-    blob.diff_id = tar_hash.finish();
-    blob.tar_size = tar_size;
-  }
+  LayerBlob blob = write_layer(opts, tmp, add);
   blob.path = opts.temp_dir + "/" + digest_hex(blob.digest, "");
   fs::rename(tmp, blob.path);
   return blob;
@@ -354,37 +364,11 @@ LayerBlob make_layer(const LayerSource& src, const LayerOptions& opts, const std
   const std::string dir = opts.cache_dir.empty() ? opts.temp_dir : opts.cache_dir + "/blobs";
   const std::string tmp = dir + "/tmp-" + std::to_string(::getpid()) + "-" +
                           digest_hex(sha256_digest(src.root + prefix), "").substr(0, 12);
-  LayerBlob blob;
-  blob.media_type = layer_media_type(opts.compression);
-  {
-    HashingFile out(tmp);
-    Sha256 tar_hash;
-    std::uint64_t tar_size = 0;
-    auto compressor = make_compressor(
-        opts.compression,
-        [&](std::string_view d) {
-          out.write(d);
-          if (opts.tee) opts.tee(d);
-        },
-        opts.threads);
-    TarWriter tar(
-        [&](std::string_view d) {
-          tar_hash.update(d);
-          tar_size += d.size();
-          compressor->write(d);
-          if (opts.progress) opts.progress(tar_size);
-        },
-        opts.mtime);
+  LayerBlob blob = write_layer(opts, tmp, [&](TarWriter& tar) {
     for (const auto& d : prefix_dirs(prefix)) tar.add_directory(d, src.prefix_mode);
     walk_context(
         src, [&](const ContextEntry& e) { add_entry(tar, join(prefix, e.rel), e); }, opts.skipped);
-    tar.finish();
-    compressor->finish();
-    blob.digest = out.close_and_digest();
-    blob.size = out.size();
-    blob.diff_id = tar_hash.finish();
-    blob.tar_size = tar_size;
-  }
+  });
   if (opts.cache_dir.empty()) {
     blob.path = opts.temp_dir + "/" + digest_hex(blob.digest, "");
     fs::rename(tmp, blob.path);
