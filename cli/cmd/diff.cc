@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -154,20 +155,31 @@ nlohmann::json comparable(nlohmann::json obj) {
   return obj;
 }
 
-std::vector<nlohmann::json> server_dry_run(kube::Client& client,
-                                           const std::vector<nlohmann::ordered_json>& objects) {
-  const std::string ns = client.default_namespace();
-  std::vector<nlohmann::json> out;
+namespace {
+
+/// `obj` applied with a server-side dry run; exit 2 naming it when the server refuses.
+nlohmann::json dry_run_one(kube::Client& client, const nlohmann::ordered_json& obj) {
   kube::ApplyOptions opts;
   opts.dry_run = true;
-  for (const auto& obj : objects) {
-    try {
-      out.push_back(client.apply(obj, ns, opts));
-    } catch (const kube::ApiError& e) {
-      throw Error("the API server refuses " + object_name(obj) + ": " + e.what(),
-                  exit_code::kUsage);
-    }
+  try {
+    return client.apply(obj, client.default_namespace(), opts);
+  } catch (const kube::ApiError& e) {
+    throw Error("the API server refuses " + object_name(obj) + ": " + e.what(), exit_code::kUsage);
   }
+}
+
+std::string resource_version(const nlohmann::json& obj) {
+  const auto md = obj.find("metadata");
+  if (md == obj.end() || !md->is_object()) return "";
+  return md->value("resourceVersion", "");
+}
+
+}  // namespace
+
+std::vector<nlohmann::json> server_dry_run(kube::Client& client,
+                                           const std::vector<nlohmann::ordered_json>& objects) {
+  std::vector<nlohmann::json> out;
+  for (const auto& obj : objects) out.push_back(dry_run_one(client, obj));
   return out;
 }
 
@@ -193,7 +205,6 @@ struct DiffOptions {
     }
     kube::Connection connection(env);
     kube::Client& client = connection.client();
-    const auto merged = server_dry_run(client, r.objects);
     const std::string ns = client.default_namespace();
     bool different = false;
     const bool colour = env.out_is_terminal && env.color();
@@ -206,10 +217,19 @@ struct DiffOptions {
         obj_ns = obj["metadata"]["namespace"].get<std::string>();
       }
       const std::string name = obj["metadata"].value("name", "");
-      auto live = client.get_if_exists(kube::object_path(type, obj_ns, name));
+      // The live object the dry run merged with: a controller that wrote to it between
+      // the two (a Deployment's revision) would show as a difference, so both are read
+      // again until they are of the same version.
+      nlohmann::json merged;
+      std::optional<nlohmann::json> live;
+      for (int attempt = 0; attempt < 5; ++attempt) {
+        merged = dry_run_one(client, obj);
+        live = client.get_if_exists(kube::object_path(type, obj_ns, name));
+        if (!live || resource_version(*live) == resource_version(merged)) break;
+      }
       const std::string what = type.api_version + " " + kind + " " + obj_ns + "/" + name;
       const std::string d = unified_diff(yaml_lines(live ? comparable(*live) : nlohmann::json()),
-                                         yaml_lines(comparable(merged[i])), "live " + what,
+                                         yaml_lines(comparable(merged)), "live " + what,
                                          "ktrain " + what + (live ? "" : " (new)"));
       if (d.empty()) continue;
       different = true;
