@@ -86,16 +86,21 @@ struct Running {
         err("[rank " + std::to_string(s.rank) + "] ") {}
 };
 
-// The lines of `out` from `from` on (each with `prefix_len` bytes of prefix) into `tail`.
+// The last lines of `out` from `from` on (each with `prefix_len` bytes of prefix) into
+// `tail`: found from the end, so that a chunk of many lines costs only the few kept.
 void keep_tail(const std::string& out, std::size_t from, std::size_t prefix_len, LastLines* tail) {
-  if (!tail) return;
-  while (from < out.size()) {
-    std::size_t nl = out.find('\n', from);
-    if (nl == std::string::npos) nl = out.size();
-    const std::size_t start = std::min(from + prefix_len, nl);
-    tail->add(std::string_view(out).substr(start, nl - start));
-    from = nl + 1;
+  if (!tail || from >= out.size()) return;
+  std::vector<std::string_view> last;  // newest first
+  std::size_t end = out.size();        // one past the current line's newline
+  while (end > from && last.size() < tail->capacity()) {
+    const std::size_t nl = end - 1;  // the line's '\n' (every line in `out` ends with one)
+    const std::size_t prev = nl > from ? out.rfind('\n', nl - 1) : std::string::npos;
+    const std::size_t begin = prev == std::string::npos || prev < from ? from : prev + 1;
+    const std::size_t start = std::min(begin + prefix_len, nl);
+    last.push_back(std::string_view(out).substr(start, nl - start));
+    end = begin;
   }
+  for (auto it = last.rbegin(); it != last.rend(); ++it) tail->add(*it);
 }
 
 // Reads what is in the pipe (at most `budget` bytes); closes it on EOF. Returns the

@@ -31,6 +31,7 @@ class LastLines {
   explicit LastLines(std::size_t max = 10) : max_(max) {}
   void add(std::string_view line);
   const std::vector<std::string>& lines() const { return lines_; }
+  std::size_t capacity() const { return max_; }
 
  private:
   std::size_t max_;
