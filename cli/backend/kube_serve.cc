@@ -8,6 +8,7 @@
 
 #include "backend/kube_backend.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "kube/rollout.h"
 #include "kube/run_state.h"
 #include "net/http.h"
@@ -34,12 +35,6 @@ void keep_replicas(kube::Client& client, const std::string& ns, nlohmann::ordere
 }
 
 /// "Deployment" -> "deployment", as kubectl names kinds.
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 /// An InferenceService scales in its own fields: spec.predictor.minReplicas and
 /// maxReplicas (KServe makes the autoscaler of them); --replicas N holds both at N.
 ScaleResult scale_inference_service(kube::Client& client, const std::string& ns,
@@ -202,7 +197,7 @@ ScaleResult KubeBackend::scale(const ScaleRequest& req) {
   if (req.min || req.max) {
     if (!hpa) {
       throw Error(what + ": --min/--max change the HorizontalPodAutoscaler, and none controls " +
-                  lower(type.kind) + " \"" + req.name +
+                  ascii_lower(type.kind) + " \"" + req.name +
                   "\" (add serve.autoscale to the project and run 'ktrain serve')");
     }
     const int cur_min = (*hpa)["spec"].value("minReplicas", 1);
@@ -228,7 +223,7 @@ ScaleResult KubeBackend::scale(const ScaleRequest& req) {
     if (hpa && !req.min && !req.max) {
       out.warnings.push_back(
           "the HorizontalPodAutoscaler \"" + (*hpa)["metadata"].value("name", "") + "\" controls " +
-          lower(type.kind) + " \"" + req.name + "\" (min " +
+          ascii_lower(type.kind) + " \"" + req.name + "\" (min " +
           std::to_string((*hpa)["spec"].value("minReplicas", 1)) + ", max " +
           std::to_string((*hpa)["spec"].value("maxReplicas", 1)) +
           ") and will change the replicas again; use --min/--max to change its range");

@@ -12,6 +12,7 @@
 #include "backend/run_id.h"
 #include "base/error.h"
 #include "base/selector.h"
+#include "base/text.h"
 #include "base/timefmt.h"
 #include "cmd/run_common.h"
 
@@ -23,11 +24,6 @@ namespace {
 const std::vector<backend::RunState> kStates = {
     backend::RunState::kPending, backend::RunState::kRunning, backend::RunState::kSucceeded,
     backend::RunState::kFailed, backend::RunState::kStopped};
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 /// The runs, newest first, with the runs of a sweep together where its newest run is,
 /// in index order (NAME-2 before NAME-10).
@@ -92,7 +88,7 @@ struct ListOptions {
         if (word.empty()) continue;
         bool known = false;
         for (auto st : kStates) {
-          if (lower(word) == lower(backend::to_string(st))) {
+          if (ascii_lower(word) == ascii_lower(backend::to_string(st))) {
             wanted.insert(st);
             known = true;
           }

@@ -6,16 +6,11 @@
 
 #include "base/json_error.h"
 #include "base/json_field.h"
+#include "base/text.h"
 
 namespace ktrain::kube {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string where(const ClientConfig& c) {
   if (c.in_cluster) return c.source;
@@ -58,7 +53,7 @@ ResourceType resource_type(std::string_view api_version, std::string_view kind) 
   auto it = known.find(std::string(api_version) + "/" + std::string(kind));
   if (it != known.end()) return it->second;
   // kubectl's default RESTMapper guess for a kind it has not discovered.
-  std::string plural = lower(kind);
+  std::string plural = ascii_lower(kind);
   if (!plural.empty() && plural.back() == 's') {
     plural += "es";
   } else if (plural.size() > 1 && plural.back() == 'y' &&
@@ -86,7 +81,7 @@ std::string object_path(const ResourceType& type, const std::string& ns, const s
 
 std::string object_ref(const ResourceType& type, const std::string& name) {
   auto slash = type.api_version.find('/');
-  std::string k = lower(type.kind);
+  std::string k = ascii_lower(type.kind);
   if (slash != std::string::npos) k += "." + type.api_version.substr(0, slash);
   return k + "/" + name;
 }

@@ -5,17 +5,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/text.h"
+
 namespace ktrain::kube {
-
-namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-}  // namespace
 
 bool is_pull_failure_reason(const std::string& reason) {
   return reason == "ErrImagePull" || reason == "ImagePullBackOff" || reason == "InvalidImageName" ||
@@ -42,7 +34,7 @@ bool pull_failure_is_permanent(const std::string& reason, const std::string& mes
       "no matching manifest for",      // no image for the node's platform
       "does not match the specified",  // "... platform"
   };
-  const std::string m = lower(message);
+  const std::string m = ascii_lower(message);
   for (const char* p : kPermanent) {
     if (m.find(p) != std::string::npos) return true;
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "base/text.h"
 #include "kube/json_read.h"
 
 namespace ktrain::kube {
@@ -19,11 +20,6 @@ bool has(const std::string& s, const char* what) {
   return s.find(what) != std::string::npos;
 }
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 }  // namespace
 
 std::optional<std::chrono::system_clock::time_point> event_time(const json& e, bool first) {
@@ -37,7 +33,7 @@ std::optional<std::chrono::system_clock::time_point> event_time(const json& e, b
 }
 
 std::string event_meaning(const std::string& reason, const std::string& message) {
-  const std::string m = lower(message);
+  const std::string m = ascii_lower(message);
   if (reason == "FailedScheduling") {
     if (has(m, "insufficient nvidia.com/gpu") || has(m, "insufficient amd.com/gpu")) {
       return "no node has the GPUs free that a pod asks for: it waits until one has (or the "
@@ -131,7 +127,7 @@ std::vector<RunEvent> run_events(const std::vector<json>& events) {
     ev.type = e.value("type", "");
     ev.reason = e.value("reason", "");
     ev.message = e.value("message", "");
-    std::string kind = lower(str(e, {"involvedObject", "kind"}));
+    std::string kind = ascii_lower(str(e, {"involvedObject", "kind"}));
     ev.object = (kind.empty() ? "" : kind + "/") + str(e, {"involvedObject", "name"});
     ev.source = str(e, {"source", "component"});
     if (ev.source.empty()) ev.source = e.value("reportingComponent", "");

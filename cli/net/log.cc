@@ -4,16 +4,11 @@
 #include <cctype>
 #include <ostream>
 
+#include "base/text.h"
+
 namespace ktrain::net {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 const char* reason_text(int status) {
   switch (status) {
@@ -69,7 +64,7 @@ const char* reason_text(int status) {
 }  // namespace
 
 bool is_secret_header(std::string_view name) {
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   return n == "authorization" || n == "proxy-authorization" || n == "cookie" || n == "set-cookie" ||
          n == "x-registry-auth" || n.find("token") != std::string::npos;
 }

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/json_error.h"
 #include "base/json_field.h"
+#include "base/text.h"
 #include "oci/digest.h"
 #include "oci/image.h"
 
@@ -22,12 +23,6 @@ const char kManifestAccept[] =
     "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
     "application/vnd.docker.distribution.manifest.list.v2+json, "
     "application/vnd.docker.distribution.manifest.v2+json";
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 std::string url_escape(const std::string& s) {
   static const char kHex[] = "0123456789ABCDEF";
@@ -118,14 +113,14 @@ std::string api_host(const std::string& registry) {
 std::pair<std::string, std::map<std::string, std::string>> parse_challenge(const std::string& h) {
   std::map<std::string, std::string> params;
   size_t sp = h.find(' ');
-  std::string scheme = lower(h.substr(0, sp));
+  std::string scheme = ascii_lower(h.substr(0, sp));
   if (sp == std::string::npos) return {scheme, params};
   size_t i = sp + 1;
   while (i < h.size()) {
     while (i < h.size() && (h[i] == ' ' || h[i] == ',')) ++i;
     size_t eq = h.find('=', i);
     if (eq == std::string::npos) break;
-    std::string key = lower(h.substr(i, eq - i));
+    std::string key = ascii_lower(h.substr(i, eq - i));
     i = eq + 1;
     std::string value;
     if (i < h.size() && h[i] == '"') {
@@ -179,7 +174,7 @@ std::string RegistryClient::authorize(const std::string& challenge, const Repo& 
   }
   if (scheme != "bearer" || params["realm"].empty()) return "";
   std::string url = params["realm"];
-  const std::string realm_scheme = lower(url.substr(0, url.find("://")));
+  const std::string realm_scheme = ascii_lower(url.substr(0, url.find("://")));
   if (url.find("://") == std::string::npos || (realm_scheme != "https" && realm_scheme != "http")) {
     throw Error("the registry " + repo.registry + " names a token service at " +
                     net::redact_url(url) + ", which is not an http(s) URL",

@@ -24,6 +24,7 @@
 #include "base/names.h"
 #include "base/quantity.h"
 #include "base/suggest.h"
+#include "base/text.h"
 #include "project/parse.h"
 #include "project/schema_table.h"
 #include "project/targets.h"
@@ -88,11 +89,6 @@ inline std::string join(const Keys& keys, const std::string& sep = ", ") {
   return out;
 }
 
-inline std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 inline const char* const kNameRule =
     "lowercase letters, digits and '-', starting and ending with a letter or digit";
 
@@ -138,7 +134,7 @@ class Checker {
         for (const auto& [sec, sec_keys] : sections()) {
           if (sec == section || sec.empty()) continue;
           for (const auto& k : sec_keys) {
-            if (lower(k) == lower(key)) {
+            if (ascii_lower(k) == ascii_lower(key)) {
               elsewhere = join_path(sec, k);
               break;
             }

@@ -13,8 +13,9 @@ namespace {
 
 using nlohmann::ordered_json;
 
-std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::string& run,
-                                 const std::string& sweep, const project::SweepPoint& point) {
+std::vector<ordered_json> render_jobset(const detail::RenderContext& ctx, const std::string& run,
+                                        const std::string& sweep,
+                                        const project::SweepPoint& point) {
   const auto& p = ctx.project;
   const auto& t = *p.train;
   const bool volcano = p.scheduling.gang == "volcano";
@@ -79,6 +80,6 @@ extern const TrainTarget kJobSet = {
     "train",
     true,
     "-node-0-",
-    render};
+    render_jobset};
 
 }  // namespace ktrain::render::targets

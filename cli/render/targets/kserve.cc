@@ -21,7 +21,7 @@ using nlohmann::ordered_json;
 
 constexpr const char* kContainer = "kserve-container";
 
-std::vector<ordered_json> render(const detail::RenderContext& ctx) {
+std::vector<ordered_json> render_kserve(const detail::RenderContext& ctx) {
   const auto& p = ctx.project;
   const auto& sv = *p.serve;
   const std::string& name = p.name;
@@ -117,6 +117,6 @@ extern const ServeTarget kKServe = {
      "install KServe: https://kserve.github.io/website/latest/admin/serverless/serverless/ "
      "(or the RawDeployment install, without Knative)"},
     kContainer,
-    render};
+    render_kserve};
 
 }  // namespace ktrain::render::targets

@@ -16,8 +16,9 @@ namespace {
 
 using nlohmann::ordered_json;
 
-std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::string& run,
-                                 const std::string& sweep, const project::SweepPoint& point) {
+std::vector<ordered_json> render_pytorchjob(const detail::RenderContext& ctx,
+                                            const std::string& run, const std::string& sweep,
+                                            const project::SweepPoint& point) {
   const auto& t = *ctx.project.train;
   auto [job, labels] = kubeflow_job(ctx, "pytorchjob.yaml", run, sweep, point);
 
@@ -50,6 +51,6 @@ extern const TrainTarget kPyTorchJob = {
     "pytorch",
     true,
     "-worker-",
-    render};
+    render_pytorchjob};
 
 }  // namespace ktrain::render::targets

@@ -15,8 +15,8 @@ namespace {
 
 using nlohmann::ordered_json;
 
-std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::string& run,
-                                 const std::string& sweep, const project::SweepPoint& point) {
+std::vector<ordered_json> render_tfjob(const detail::RenderContext& ctx, const std::string& run,
+                                       const std::string& sweep, const project::SweepPoint& point) {
   const auto& t = *ctx.project.train;
   auto [job, labels] = kubeflow_job(ctx, "tfjob.yaml", run, sweep, point);
 
@@ -42,6 +42,6 @@ extern const TrainTarget kTFJob = {
     "tensorflow",
     true,
     "-worker-",
-    render};
+    render_tfjob};
 
 }  // namespace ktrain::render::targets

@@ -26,8 +26,9 @@ using nlohmann::ordered_json;
 /// The runtimes' trainer replicated Job and container.
 constexpr const char* kNode = "node";
 
-std::vector<ordered_json> render(const detail::RenderContext& ctx, const std::string& run,
-                                 const std::string& sweep, const project::SweepPoint& point) {
+std::vector<ordered_json> render_trainjob(const detail::RenderContext& ctx, const std::string& run,
+                                          const std::string& sweep,
+                                          const project::SweepPoint& point) {
   const auto& p = ctx.project;
   const auto& t = *p.train;
   const ordered_json labels = detail::common_labels(p, run, sweep);
@@ -118,6 +119,6 @@ extern const TrainTarget kTrainJob = {
     kNode,
     true,
     "-node-0-",
-    render};
+    render_trainjob};
 
 }  // namespace ktrain::render::targets

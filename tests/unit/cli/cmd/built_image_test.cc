@@ -31,7 +31,7 @@ std::string project_text(const std::string& ref) {
   return s;
 }
 
-ktrain::project::Project parse(const std::string& text) {
+ktrain::project::Project project_of(const std::string& text) {
   return ktrain::project::parse_project(text, "/p/ktrain.yaml", "/p");
 }
 
@@ -48,38 +48,39 @@ BuiltImage built(std::vector<std::string> tags = {}) {
 }  // namespace
 
 TEST_CASE("built image: the record's digest runs, whatever tag build pushed") {
-  const auto c = choose_image(parse(project_text("")), built(), "/p/.ktrain/build.json");
+  const auto c = choose_image(project_of(project_text("")), built(), "/p/.ktrain/build.json");
   CHECK(c.image == "reg.example.com/team/app@" + kDigest);
   CHECK(c.problem.empty());
   CHECK(c.warning.empty());
   CHECK(c.cuda == "12.1");
   CHECK(c.why.find("built by ktrain build at 2026-12-01T10:00:00Z") != std::string::npos);
   // image.ref naming a tag that build pushed: the digest, not the movable tag.
-  const auto t =
-      choose_image(parse(project_text("reg.example.com/team/app:0.1.0")), built({"0.1.0"}), "r");
+  const auto t = choose_image(project_of(project_text("reg.example.com/team/app:0.1.0")),
+                              built({"0.1.0"}), "r");
   CHECK(t.image == "reg.example.com/team/app@" + kDigest);
 }
 
 TEST_CASE("built image: nothing built and no tag is a problem; a tag is run as it is") {
-  const auto none = choose_image(parse(project_text("")), std::nullopt, "/p/.ktrain/build.json");
+  const auto none =
+      choose_image(project_of(project_text("")), std::nullopt, "/p/.ktrain/build.json");
   CHECK(none.problem.find("nothing is built yet") != std::string::npos);
   CHECK(none.problem.find("ktrain build") != std::string::npos);
   CHECK(none.problem.find("reg.example.com/team/app:latest") != std::string::npos);
   const auto tag =
-      choose_image(parse(project_text("reg.example.com/team/app:0.1.0")), std::nullopt, "r");
+      choose_image(project_of(project_text("reg.example.com/team/app:0.1.0")), std::nullopt, "r");
   CHECK(tag.image == "reg.example.com/team/app:0.1.0");
   CHECK(tag.problem.empty());
   // A tag that the last build did not push: run it, and say so.
-  const auto other =
-      choose_image(parse(project_text("reg.example.com/team/app:0.2.0")), built({"0.1.0"}), "r");
+  const auto other = choose_image(project_of(project_text("reg.example.com/team/app:0.2.0")),
+                                  built({"0.1.0"}), "r");
   CHECK(other.image == "reg.example.com/team/app:0.2.0");
   CHECK(other.warning.find("did not push") != std::string::npos);
   // Another repository, or a digest: as the project says.
   const auto stock =
-      choose_image(parse(project_text("nvcr.io/nvidia/pytorch:24.05-py3")), built(), "r");
+      choose_image(project_of(project_text("nvcr.io/nvidia/pytorch:24.05-py3")), built(), "r");
   CHECK(stock.image == "nvcr.io/nvidia/pytorch:24.05-py3");
   const auto pinned =
-      choose_image(parse(project_text("reg.example.com/team/app@" + kOther)), built(), "r");
+      choose_image(project_of(project_text("reg.example.com/team/app@" + kOther)), built(), "r");
   CHECK(pinned.image == "reg.example.com/team/app@" + kOther);
 }
 

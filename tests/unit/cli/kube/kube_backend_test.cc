@@ -108,14 +108,14 @@ struct FakeApi {
   }
 };
 
-struct Fixture {
+struct BackendFixture {
   TestEnv t;
   FakeProcessRunner runner;
   FakeTransport tr;
   FakeApi api;
   kube::Client client{kube_test::token_config(), tr, t.env, runner};
   backend::KubeBackend kb{client, t.env};
-  Fixture() {
+  BackendFixture() {
     tr.handler = [this](const net::Request& r) { return api.handle(r); };
   }
 };
@@ -137,7 +137,7 @@ project::Project demo_project() {
 }  // namespace
 
 TEST_CASE("kube backend: submit applies Service, then Secret, then Job, with the run label") {
-  Fixture f;
+  BackendFixture f;
   backend::SubmitOptions o;
   o.run_id = "abc12";
   auto r = f.kb.submit(demo_project(), o);
@@ -197,7 +197,7 @@ TEST_CASE("kube backend: submit applies Service, then Secret, then Job, with the
 }
 
 TEST_CASE("kube backend: submit renders for the server's release, asked once") {
-  Fixture f;
+  BackendFixture f;
   backend::SubmitOptions o;
   o.run_id = "abc12";
   f.kb.submit(demo_project(), o);
@@ -210,7 +210,7 @@ TEST_CASE("kube backend: submit renders for the server's release, asked once") {
         }) == 1);
 
   // A release that would drop spec.managedBy: refused before anything is sent.
-  Fixture old;
+  BackendFixture old;
   old.api.minor = "31";
   auto p = demo_project();
   p.scheduling.queue = "team-a";
@@ -224,7 +224,7 @@ TEST_CASE("kube backend: submit renders for the server's release, asked once") {
   CHECK(old.tr.requests.size() == 1);  // the /version alone
   CHECK(old.api.objects.empty());
   // 1.32 serves it: the Job is left to MultiKueue.
-  Fixture beta;
+  BackendFixture beta;
   beta.api.minor = "32";
   beta.kb.submit(p, o);
   CHECK(beta.api.objects.at("/apis/batch/v1/namespaces/ml/jobs/demo-abc13")["spec"]["managedBy"] ==
@@ -232,7 +232,7 @@ TEST_CASE("kube backend: submit renders for the server's release, asked once") {
 }
 
 TEST_CASE("kube backend: no owner patch without the Job's uid, nor in a server dry run") {
-  Fixture f;
+  BackendFixture f;
   // An answer without metadata.uid (a proxy that strips bodies): nothing to own by.
   f.tr.handler = [&f](const net::Request& r) {
     auto resp = f.api.handle(r);
@@ -244,7 +244,7 @@ TEST_CASE("kube backend: no owner patch without the Job's uid, nor in a server d
   auto r = f.kb.submit(demo_project(), o);
   CHECK(r.objects.size() == 3);
   CHECK(f.api.merges == 0);
-  Fixture g;
+  BackendFixture g;
   o.dry_run_server = true;
   g.kb.submit(demo_project(), o);
   CHECK(g.api.merges == 0);
@@ -252,7 +252,7 @@ TEST_CASE("kube backend: no owner patch without the Job's uid, nor in a server d
 }
 
 TEST_CASE("kube backend: submitting the same run twice changes nothing and keeps the token") {
-  Fixture f;
+  BackendFixture f;
   backend::SubmitOptions o;
   o.run_id = "abc12";
   f.kb.submit(demo_project(), o);
@@ -263,7 +263,7 @@ TEST_CASE("kube backend: submitting the same run twice changes nothing and keeps
 }
 
 TEST_CASE("kube backend: --dry-run=server sends dryRun=All and persists nothing") {
-  Fixture f;
+  BackendFixture f;
   backend::SubmitOptions o;
   o.run_id = "abc12";
   o.dry_run_server = true;
@@ -277,7 +277,7 @@ TEST_CASE("kube backend: --dry-run=server sends dryRun=All and persists nothing"
 }
 
 TEST_CASE("kube backend: a sweep submits every run; each gets its own Secret") {
-  Fixture f;
+  BackendFixture f;
   auto p = demo_project();
   p.train->sweep = {{"lr", {"0.1", "0.01", "0.001"}}};
   backend::SubmitOptions o;
@@ -291,7 +291,7 @@ TEST_CASE("kube backend: a sweep submits every run; each gets its own Secret") {
 }
 
 TEST_CASE("kube backend: a refused object is reported with its name and the server's words") {
-  Fixture f;
+  BackendFixture f;
   f.tr.handler = [&f](const net::Request& r) {
     if (r.url.find("/jobs/") != std::string::npos) {
       return kube_test::status_response(
@@ -318,7 +318,7 @@ TEST_CASE("kube backend: a refused object is reported with its name and the serv
 }
 
 TEST_CASE("kube backend: -n must agree with the project's namespace") {
-  Fixture f;
+  BackendFixture f;
   auto p = demo_project();
   p.namespace_ = "team";
   CHECK(f.kb.namespace_for(p) == "team");
@@ -331,7 +331,7 @@ TEST_CASE("kube backend: -n must agree with the project's namespace") {
 TEST_CASE(
     "kube backend: list pages through Jobs and Deployments with the managed-by selector, newest "
     "first") {
-  Fixture f;
+  BackendFixture f;
   int served = 0, deployments = 0, discovered = 0;
   f.tr.handler = [&served, &deployments, &discovered](const net::Request& r) {
     // Discovery: of the operators' APIs, this cluster serves the Training Operator's.
@@ -432,7 +432,7 @@ TEST_CASE(
 }
 
 TEST_CASE("kube backend: status of a service: its Deployment, only when ktrain made it") {
-  Fixture f;
+  BackendFixture f;
   const std::string path = "/apis/apps/v1/namespaces/ml/deployments/web";
   json d = {{"apiVersion", "apps/v1"},
             {"kind", "Deployment"},
@@ -450,7 +450,7 @@ TEST_CASE("kube backend: status of a service: its Deployment, only when ktrain m
 }
 
 TEST_CASE("kube backend: status of an unknown run is 'not found', exit 1") {
-  Fixture f;
+  BackendFixture f;
   try {
     f.kb.status("nope");
     FAIL("expected an error");
@@ -462,7 +462,7 @@ TEST_CASE("kube backend: status of an unknown run is 'not found', exit 1") {
 }
 
 TEST_CASE("kube backend: status reads the Job, its pods and events; first failed rank") {
-  Fixture f;
+  BackendFixture f;
   f.api.objects["/apis/batch/v1/namespaces/ml/jobs/r"] = {
       {"metadata", {{"name", "r"}, {"labels", {{"ktrain.dev/run", "r"}}}}},
       {"spec", {{"parallelism", 2}}},
@@ -490,7 +490,7 @@ TEST_CASE("kube backend: status reads the Job, its pods and events; first failed
 }
 
 TEST_CASE("kube backend: logs fetch each rank's current pod log with the options") {
-  Fixture f;
+  BackendFixture f;
   auto p = [](const std::string& name, int idx, const std::string& created) {
     return json{{"metadata",
                  {{"name", name},
@@ -563,7 +563,7 @@ TEST_CASE("kube backend: logs fetch each rank's current pod log with the options
 }
 
 TEST_CASE("kube backend: a log line longer than 1 MiB is cut there and marked") {
-  Fixture f;
+  BackendFixture f;
   f.api.objects["/api/v1/namespaces/ml/pods/r-0-a"] = {
       {"metadata",
        {{"name", "r-0-a"},
@@ -590,13 +590,13 @@ TEST_CASE("kube backend: a log line longer than 1 MiB is cut there and marked") 
 }
 
 TEST_CASE("kube backend: logs of an unknown run is 'not found'") {
-  Fixture f;
+  BackendFixture f;
   CHECK_THROWS_WITH_AS(f.kb.logs("nope", {}, [](const backend::LogLine&) { return true; }),
                        doctest::Contains("not found"), Error);
 }
 
 TEST_CASE("kube backend: remove deletes everything with the run label, background propagation") {
-  Fixture f;
+  BackendFixture f;
   backend::SubmitOptions o;
   o.run_id = "abc12";
   f.kb.submit(demo_project(), o);
@@ -617,7 +617,7 @@ TEST_CASE("kube backend: remove deletes everything with the run label, backgroun
 }
 
 TEST_CASE("kube backend: remove skips kinds whose API is not installed (404 on the list)") {
-  Fixture f;
+  BackendFixture f;
   f.api.objects["/apis/batch/v1/namespaces/ml/jobs/r"] = {
       {"metadata", {{"name", "r"}, {"labels", {{"ktrain.dev/run", "r"}}}}}};
   f.tr.handler = [&f](const net::Request& r) {
@@ -642,7 +642,7 @@ TEST_CASE("kube backend: the rendezvous secret and random tokens") {
 }
 
 TEST_CASE("kube backend: a sweep larger than a batch goes run by run, each run in order") {
-  Fixture f;
+  BackendFixture f;
   auto p = demo_project();
   std::vector<std::string> points;
   for (int i = 0; i < 200; ++i) points.push_back(std::to_string(i));
@@ -693,7 +693,7 @@ TEST_CASE("kube backend: a sweep larger than a batch goes run by run, each run i
 }
 
 TEST_CASE("kube backend: a feed that fails after objects were applied removes them") {
-  Fixture f;
+  BackendFixture f;
   backend::PreparedFeed feed;
   // 128 runs of a Secret and a Service: a full batch, their 128 Services, goes first.
   for (int i = 0; i < 128; ++i) {
@@ -734,7 +734,7 @@ TEST_CASE("kube backend: a feed that fails after objects were applied removes th
 }
 
 TEST_CASE("kube backend: a feed that fails before anything was sent rethrows its error as is") {
-  Fixture f;
+  BackendFixture f;
   backend::PreparedFeed feed;
   feed.close(std::make_exception_ptr(UsageError("image: nothing to run")));
   CHECK_THROWS_AS(f.kb.apply_feed(feed, false), UsageError);
@@ -742,7 +742,7 @@ TEST_CASE("kube backend: a feed that fails before anything was sent rethrows its
 }
 
 TEST_CASE("kube backend: a refused object stops the feed's producer") {
-  Fixture f;
+  BackendFixture f;
   f.tr.handler = [&f](const net::Request& r) {
     if (r.method == "POST") return kube_test::status_response(403, "Forbidden", "no secrets");
     return f.api.handle(r);
@@ -770,7 +770,7 @@ TEST_CASE("kube backend: a refused object stops the feed's producer") {
 }
 
 TEST_CASE("kube backend: status and logs of an operator's run (PyTorchJob)") {
-  Fixture f;
+  BackendFixture f;
   const json labels = {{"app.kubernetes.io/managed-by", "ktrain"}, {"ktrain.dev/run", "pt"}};
   f.api.objects["/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs/pt"] = {
       {"apiVersion", "kubeflow.org/v1"},
@@ -835,7 +835,7 @@ TEST_CASE("kube backend: status and logs of an operator's run (PyTorchJob)") {
 }
 
 TEST_CASE("kube backend: stop and resume an operator's run: its own suspend field") {
-  Fixture f;
+  BackendFixture f;
   const json labels = {{"app.kubernetes.io/managed-by", "ktrain"}, {"ktrain.dev/run", "tf"}};
   const std::string tf = "/apis/kubeflow.org/v1/namespaces/ml/tfjobs/tf";
   const std::string js = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets/js";
@@ -870,7 +870,7 @@ TEST_CASE("kube backend: stop and resume an operator's run: its own suspend fiel
 }
 
 TEST_CASE("kube backend: a Job that a JobSet made of a run is not listed as a run") {
-  Fixture f;
+  BackendFixture f;
   const json labels = {{"app.kubernetes.io/managed-by", "ktrain"}, {"ktrain.dev/run", "js"}};
   f.api.objects["/apis/batch/v1/namespaces/ml/jobs/js-node-0"] = {
       {"metadata",
@@ -888,7 +888,7 @@ TEST_CASE("kube backend: a Job that a JobSet made of a run is not listed as a ru
 }
 
 TEST_CASE("kube backend: scale of an InferenceService: its own min/max, and the bad requests") {
-  Fixture f;
+  BackendFixture f;
   const std::string path = "/apis/serving.kserve.io/v1beta1/namespaces/ml/inferenceservices/api";
   f.api.objects[path] = {{"metadata", {{"name", "api"}}},
                          {"spec", {{"predictor", {{"minReplicas", 2}, {"maxReplicas", 4}}}}}};

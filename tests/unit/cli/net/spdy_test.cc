@@ -32,7 +32,7 @@ TEST_CASE("spdy: header blocks survive a round trip, block after block on one zl
   HeaderInflater in;
   for (int i = 0; i < 50; ++i) {
     const std::string id = std::to_string(i);
-    Headers h = in.decode(out.encode(
+    ktrain::net::spdy::Headers h = in.decode(out.encode(
         {{"streamtype", i % 2 ? "data" : "error"}, {"port", "8080"}, {"requestid", id}}));
     CHECK(h.size() == 3);
     CHECK(h["streamtype"] == std::vector<std::string>{i % 2 ? "data" : "error"});
@@ -40,7 +40,7 @@ TEST_CASE("spdy: header blocks survive a round trip, block after block on one zl
   }
   CHECK(in.decode(out.encode({})).empty());
   // Several values of one header are joined by NUL.
-  Headers multi = in.decode(out.encode({{"accept", std::string("a\0b", 3)}}));
+  ktrain::net::spdy::Headers multi = in.decode(out.encode({{"accept", std::string("a\0b", 3)}}));
   CHECK(multi["accept"] == std::vector<std::string>{"a", "b"});
 }
 

@@ -17,9 +17,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Tree {
+struct FileTree {
   fs::path root;
-  Tree() {
+  FileTree() {
     root = fs::temp_directory_path() /
            ("ktrain-layer-test-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
     fs::create_directories(root / "ctx" / "src");
@@ -29,7 +29,7 @@ struct Tree {
     write("ctx/notes.tmp", "x");
     fs::create_symlink("train.py", root / "ctx" / "link.py");
   }
-  ~Tree() { fs::remove_all(root); }
+  ~FileTree() { fs::remove_all(root); }
   void write(const std::string& rel, const std::string& text) { std::ofstream(root / rel) << text; }
   LayerSource source() const {
     LayerSource s;
@@ -99,14 +99,14 @@ std::map<std::string, std::string> tar_modes(const std::string& tar) {
 }  // namespace
 
 TEST_CASE("layer: walk order is sorted and ignore rules apply") {
-  Tree t;
+  FileTree t;
   std::vector<std::string> seen;
   walk_context(t.source(), [&](const ContextEntry& e) { seen.push_back(e.rel); });
   CHECK(seen == std::vector<std::string>{"link.py", "src", "src/model.py", "train.py"});
 }
 
 TEST_CASE("layer: the same folder gives the same digest; the cache is used when unchanged") {
-  Tree t;
+  FileTree t;
   LayerBlob a = make_layer(t.source(), t.options(false), "ctx");
   LayerBlob b = make_layer(t.source(), t.options(false), "ctx");
   CHECK(a.digest == b.digest);
@@ -129,7 +129,7 @@ TEST_CASE("layer: the same folder gives the same digest; the cache is used when 
 }
 
 TEST_CASE("layer: ignoring everything is an error that says so") {
-  Tree t;
+  FileTree t;
   LayerSource s = t.source();
   s.ignore.add("*");
   CHECK_THROWS_WITH_AS(make_layer(s, t.options(false), "the context"),
@@ -137,7 +137,7 @@ TEST_CASE("layer: ignoring everything is an error that says so") {
 }
 
 TEST_CASE("layer: the modification time setting changes the digest") {
-  Tree t;
+  FileTree t;
   LayerOptions o = t.options(false);
   std::string d0 = make_layer(t.source(), o, "ctx").digest;
   o.mtime = 1700000000;
@@ -145,7 +145,7 @@ TEST_CASE("layer: the modification time setting changes the digest") {
 }
 
 TEST_CASE("layer: indexed_digest names the cached layer only while the folder is unchanged") {
-  Tree t;
+  FileTree t;
   const std::string cache = (t.root / "cache").string();
   CHECK_FALSE(indexed_digest(t.source(), t.options(true), cache).has_value());  // no entry
   LayerBlob b = make_layer(t.source(), t.options(true), "ctx");
@@ -164,7 +164,7 @@ TEST_CASE("layer: indexed_digest names the cached layer only while the folder is
 }
 
 TEST_CASE("layer: the cache is private: its folders are 0700, its files 0600") {
-  Tree t;
+  FileTree t;
   LayerBlob b = make_layer(t.source(), t.options(true), "ctx");
   const fs::path cache = t.root / "cache";
   CHECK(mode_of(cache) == 0700);
@@ -181,7 +181,7 @@ TEST_CASE("layer: the cache is private: its folders are 0700, its files 0600") {
 }
 
 TEST_CASE("layer: a cache left open to others is narrowed to 0700") {
-  Tree t;
+  FileTree t;
   const fs::path cache = t.root / "cache";
   fs::create_directories(cache / "blobs" / "sha256");
   fs::create_directories(cache / "index");
@@ -195,7 +195,7 @@ TEST_CASE("layer: a cache left open to others is narrowed to 0700") {
 }
 
 TEST_CASE("layer: setuid and setgid bits of workspace files do not reach the layer") {
-  Tree t;
+  FileTree t;
   fs::permissions(t.root / "ctx" / "train.py", fs::perms(04755));
   fs::permissions(t.root / "ctx" / "src", fs::perms(02755));
   REQUIRE(mode_of(t.root / "ctx" / "train.py") == 04755);

@@ -19,13 +19,13 @@ namespace {
 
 /// A valid project with a map for image and both train and serve, so that every
 /// section can be reached with --set.
-const char* const kBase =
+const char* const kSchemaBase =
     "name: schema-check\nimage: {ref: python:3.12}\ntrain: {command: [x]}\nserve: {port: 8080}\n";
 
-/// The problems of kBase with `sets`.
-std::vector<Problem> problems(const std::vector<std::string>& sets) {
+/// The problems of kSchemaBase with `sets`.
+std::vector<Problem> schema_problems(const std::vector<std::string>& sets) {
   try {
-    parse_project(kBase, "ktrain.yaml", "/p", sets);
+    parse_project(kSchemaBase, "ktrain.yaml", "/p", sets);
   } catch (const ProjectError& e) {
     return e.problems();
   }
@@ -133,16 +133,16 @@ TEST_CASE("schema table: the parser knows every key of every section, and no oth
       // The table's example is a valid value: no problem at or under the key.
       auto sets = context(path);
       sets.push_back(path + "=" + k.example);
-      CHECK(problems_at(problems(sets), path) == "");
+      CHECK(problems_at(schema_problems(sets), path) == "");
       // A value of the wrong shape is reported there: the parser reads the key.
       sets = context(path);
       sets.push_back(path + "=" + wrong_value(k));
-      CHECK(problems_at(problems(sets), path) != "");
+      CHECK(problems_at(schema_problems(sets), path) != "");
     }
     // A key the table does not have is an unknown key.
     const std::string unknown = join(base, "zzzUnknownKey");
     CAPTURE(unknown);
-    auto found = problems({unknown + "=1"});
+    auto found = schema_problems({unknown + "=1"});
     bool reported = false;
     for (const auto& p : found)
       reported = reported || (p.path == unknown && p.message.rfind("unknown key", 0) == 0);
@@ -160,18 +160,18 @@ TEST_CASE("schema table: the parser takes every value of every enumeration, and 
         std::vector<std::string> sets = context(path);
         if (path == "scheduling.gang") sets.emplace_back("scheduling.queue=team-a");
         sets.emplace_back(path + "=" + v);
-        CHECK(problems_at(problems(sets), path) == "");
+        CHECK(problems_at(schema_problems(sets), path) == "");
       }
       CAPTURE(path);
-      CHECK(problems_at(problems({path + "=zzz"}), path) != "");
+      CHECK(problems_at(schema_problems({path + "=zzz"}), path) != "");
     }
   }
   for (const auto& kind : project_key("project", "patches").values) {
     CAPTURE(kind);
-    for (const auto& p : problems({"patches." + kind + "={\"metadata\": {}}"}))
+    for (const auto& p : schema_problems({"patches." + kind + "={\"metadata\": {}}"}))
       CHECK(p.message.rfind("unknown kind", 0) == std::string::npos);
   }
-  auto bad = problems({"patches.Pod={\"metadata\": {}}"});
+  auto bad = schema_problems({"patches.Pod={\"metadata\": {}}"});
   REQUIRE(bad.size() == 1);
   CHECK(bad[0].message.rfind("unknown kind", 0) == 0);
 }
@@ -210,7 +210,7 @@ TEST_CASE("schema table: the parser reports missing exactly the keys marked requ
         found = e.problems();
       }
     } else {
-      found = problems({it->second});
+      found = schema_problems({it->second});
     }
     for (const auto& key : required) {
       const std::string path = join(set_path(section_path), key);
