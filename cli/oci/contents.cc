@@ -2,6 +2,7 @@
 #include "oci/contents.h"
 
 #include <filesystem>
+#include <tuple>
 
 #include "base/error.h"
 #include "net/log.h"
@@ -124,6 +125,32 @@ Workspace workspace_of(const Env& env, const std::string& context, const project
   }
   for (const auto& i : b.ignore) w.source.ignore.add(i);
   return w;
+}
+
+std::optional<std::vector<std::string>> git_ignored(const Env& env, const std::string& context) {
+  if (git(env, context, {"rev-parse", "--is-inside-work-tree"}) != "true") return std::nullopt;
+  auto run = real_helper_runner(env);
+  int status = 0;
+  std::string out;
+  try {
+    std::tie(status, out) = run({"git", "-C", context, "ls-files", "-z", "--others", "--ignored",
+                                 "--exclude-standard", "--directory"},
+                                "");
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (status != 0) return std::nullopt;
+  std::vector<std::string> paths;
+  std::size_t start = 0;
+  while (start < out.size()) {
+    std::size_t end = out.find('\0', start);
+    if (end == std::string::npos) end = out.size();
+    std::string p = out.substr(start, end - start);
+    while (!p.empty() && p.back() == '/') p.pop_back();
+    if (!p.empty()) paths.push_back(std::move(p));
+    start = end + 1;
+  }
+  return paths;
 }
 
 std::vector<std::pair<std::string, std::string>> source_labels(const Env& env,

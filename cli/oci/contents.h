@@ -3,6 +3,7 @@
 // into a layer, the workspace tree with .ktrainignore (or .dockerignore) and the
 // project's ignore list, and the git source and revision that label the image.
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,12 @@ struct Workspace {
   std::string ignore_file;  ///< the ignore file read ("" when none)
 };
 Workspace workspace_of(const Env& env, const std::string& context, const project::ImageBuild& b);
+
+/// What git leaves out of `context`: its untracked paths that the ignore files
+/// (.gitignore, .git/info/exclude, core.excludesFile) exclude, relative to `context`, a
+/// wholly ignored folder as one path. nullopt when `context` is not in a git work tree
+/// or git is not installed. Tracked files are never in it, whatever the ignore files say.
+std::optional<std::vector<std::string>> git_ignored(const Env& env, const std::string& context);
 
 /// The OCI labels of where the workspace comes from: org.opencontainers.image.source
 /// (the git remote, credentials taken out) and .revision (HEAD), those that git knows.

@@ -30,11 +30,19 @@ std::string join(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
+/// A file or folder of a context that cannot be read: bad input (exit 2), found before
+/// anything is sent.
+Error unreadable(const std::string& what, const std::string& path, int err) {
+  return Error("cannot read " + what + "'" + path + "': " + std::strerror(err) +
+                   " (make it readable, or leave it out with .ktrainignore or image.build.ignore)",
+               exit_code::kUsage);
+}
+
 void walk_dir(const LayerSource& src, const std::string& abs, const std::string& rel,
               const std::function<void(const ContextEntry&)>& visit,
               const std::function<void(const std::string&)>& skipped) {
   DIR* d = ::opendir(abs.c_str());
-  if (!d) throw Error("cannot read folder '" + abs + "': " + std::strerror(errno));
+  if (!d) throw unreadable("folder ", abs, errno);
   std::vector<std::string> names;
   while (dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
@@ -47,9 +55,7 @@ void walk_dir(const LayerSource& src, const std::string& abs, const std::string&
     const std::string child_abs = abs + "/" + n;
     const bool ignored = src.ignore.ignored(child_rel);
     struct stat st {};
-    if (::lstat(child_abs.c_str(), &st) != 0) {
-      throw Error("cannot read '" + child_abs + "': " + std::strerror(errno));
-    }
+    if (::lstat(child_abs.c_str(), &st) != 0) throw unreadable("", child_abs, errno);
     ContextEntry e;
     e.rel = child_rel;
     e.abs = child_abs;
@@ -260,7 +266,7 @@ void add_entry(TarWriter& tar, const std::string& name, const ContextEntry& e) {
       break;
     case ContextEntry::Type::kFile: {
       int fd = ::open(e.abs.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) throw Error("cannot read '" + e.abs + "': " + std::strerror(errno));
+      if (fd < 0) throw unreadable("", e.abs, errno);
       try {
         tar.add_file_from_fd(name, e.mode, e.size, fd);
       } catch (...) {

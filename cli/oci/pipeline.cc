@@ -1,10 +1,13 @@
 // The image pipeline (oci/pipeline.h).
 #include "oci/pipeline.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -290,9 +293,14 @@ BuildResult sync_project_image(Env& env, const project::Project& proj,
   const std::string cache = cache_dir(env);
 
   const Workspace workspace = workspace_of(env, context, b);
-  const Tree now = tree_of(workspace.source, [&](const std::string& p) {
+  Tree now = tree_of(workspace.source, [&](const std::string& p) {
     env.warn("skipping '" + p + "': not a file, folder or link");
   });
+  // In a git work tree, what goes is what git tracks or would (untracked files that no
+  // ignore file excludes), less what the ignore rules leave out. What git ignores
+  // (outputs, caches, data) is not the sync's: it stays in the image as it is there.
+  const std::optional<std::vector<std::string>> git_left_out = git_ignored(env, context);
+  if (git_left_out) drop_paths(now, *git_left_out);
 
   // Onto the last image pushed, or, after kMaxSyncDepth syncs, onto the build under them
   // (one layer with every change since it), so that the layers do not pile up.
@@ -320,9 +328,36 @@ BuildResult sync_project_image(Env& env, const project::Project& proj,
              "since that build stay in the image; 'ktrain build' here makes the next sync small");
     result.whole = true;
   }
+  if (before && git_left_out) {
+    if (const std::size_t kept = drop_paths(*before, *git_left_out); kept > 0) {
+      progress.step(std::to_string(kept) + " entries of " + onto.substr(0, 19) +
+                    " are ones git ignores here: they stay as they are in the image");
+    }
+  }
   const TreeDelta delta = diff_trees(before ? *before : Tree{}, now);
   result.changed = delta.changed.size();
   result.removed = delta.removed.size();
+  // Every file that goes is read before anything is sent: one that cannot be is bad
+  // input (exit 2), not a sync that fails half-way.
+  std::vector<std::string> unreadable;
+  for (const auto& rel : delta.changed) {
+    const ContextEntry& e = now.at(rel);
+    if (e.type != ContextEntry::Type::kFile) continue;
+    const int fd = ::open(e.abs.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      unreadable.push_back("'" + e.abs + "' (" + std::strerror(errno) + ")");
+    } else {
+      ::close(fd);
+    }
+  }
+  if (!unreadable.empty()) {
+    std::string names = unreadable[0];
+    for (std::size_t i = 1; i < unreadable.size() && i < 5; ++i) names += ", " + unreadable[i];
+    if (unreadable.size() > 5) names += " and " + std::to_string(unreadable.size() - 5) + " more";
+    throw UsageError("cannot read " + names +
+                     ": make it readable, or leave it out with .ktrainignore or "
+                     "image.build.ignore; nothing was sent");
+  }
 
   RegistrySession registry(env, settings.insecure_registries, /*retry=*/true);
   RegistryClient& client = registry.client();

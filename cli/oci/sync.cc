@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -57,6 +58,26 @@ Tree tree_of(const LayerSource& src, const std::function<void(const std::string&
   walk_context(
       src, [&t](const ContextEntry& e) { t.emplace(e.rel, e); }, skipped);
   return t;
+}
+
+std::size_t drop_paths(Tree& t, const std::vector<std::string>& paths) {
+  if (paths.empty()) return 0;
+  const std::set<std::string> gone(paths.begin(), paths.end());
+  std::size_t n = 0;
+  for (auto it = t.begin(); it != t.end();) {
+    bool drop = gone.count(it->first) > 0;
+    for (const auto& p : parents(it->first)) {
+      if (drop) break;
+      drop = gone.count(p) > 0;
+    }
+    if (drop) {
+      it = t.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
 }
 
 TreeDelta diff_trees(const Tree& before, const Tree& now) {

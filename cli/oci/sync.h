@@ -22,6 +22,9 @@ using Tree = std::map<std::string, ContextEntry>;
 /// The tree of `src` as walk_context sees it (ignore rules applied).
 Tree tree_of(const LayerSource& src, const std::function<void(const std::string&)>& skipped);
 
+/// Takes out of `t` the entries at `paths` and below them; returns how many went.
+std::size_t drop_paths(Tree& t, const std::vector<std::string>& paths);
+
 /// What changed from `before` to `now`.
 struct TreeDelta {
   /// New or changed entries of `now`, in path order (a folder before what it holds): a

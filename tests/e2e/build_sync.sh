@@ -145,6 +145,62 @@ EXPECT="--build rebuilds" refused "submit --sync --build" submit -f "$p/ktrain.y
 EXPECT="uses it in place" refused "submit --sync --local" submit -f "$p/ktrain.yaml" --sync --local
 EXPECT="names another image" refused "image.ref elsewhere" build -f "$p/ktrain.yaml" --sync \
   --set "image.ref=$PROXY/other/app:1"
+
+echo "== an unreadable file: exit 2 with its name, before anything is sent"
+echo "secret = 1" >"$p/src/locked.py"
+chmod 000 "$p/src/locked.py"
+as_other=()
+if [ "$(id -u)" = 0 ]; then
+  # Root reads any file: ktrain runs as another user that owns what root owns here.
+  as_other=(unshare --map-user=1000 --map-group=1000)
+  "${as_other[@]}" true 2>/dev/null || as_other=(skip)
+fi
+if [ "${as_other[*]}" = skip ]; then
+  echo "SKIP: cannot run as another user here (unshare --map-user)"
+else
+  n=$(uploaded) rc=0
+  ${as_other[@]+"${as_other[@]}"} "$B/ktrain" build -f "$p/ktrain.yaml" --sync >"$work/out" 2>"$work/err" || rc=$?
+  expect_eq "$rc" 2 "an unreadable file: exit status"
+  expect_eq "$(uploaded)" "$n" "an unreadable file: nothing uploaded"
+  grep -q "cannot read '$p/src/locked.py' (Permission denied): make it readable, or leave it out with .ktrainignore" "$work/err" ||
+    fail "an unreadable file: the message: $(cat "$work/err")"
+fi
+rm -f "$p/src/locked.py"
+
+echo "== in a git work tree: what git ignores is neither sent nor taken out of the image"
+if command -v git >/dev/null; then
+  git -C "$p" init -q .
+  printf 'data/\n*.log\n' >"$p/.gitignore"
+  echo "kept" >"$p/src/keep.log"
+  git -C "$p" add -f src/keep.log
+  ktrain "build in a git work tree" build -f "$p/ktrain.yaml" -o json
+  gbuilt=$(json 'd["reference"]' <"$work/out")
+  head -c 1024 /dev/urandom >>"$p/data/big.bin"    # ignored: stays as built
+  echo "new" >"$p/out.log"                         # ignored, new: not sent
+  echo 'print(4)' >"$p/train.py"                   # untracked, not ignored: sent
+  echo "kept, changed" >"$p/src/keep.log"          # tracked, though *.log: sent
+  n=$(uploaded)
+  ktrain "sync in a git work tree" build -f "$p/ktrain.yaml" --sync -o json
+  expect_eq "$(json 'd["sync"]["onto"], d["sync"]["changed"], d["sync"]["removed"], d["sync"]["whole"]' <"$work/out")" \
+    "('$gbuilt', 2, 0, False)" "git: train.py and the tracked src/keep.log; nothing removed"
+  sent=$(($(uploaded) - n))
+  [ "$sent" -lt 16384 ] || fail "git: $sent bytes uploaded (the ignored 4 MiB file went)"
+  grep -q "are ones git ignores here: they stay as they are in the image" "$work/err" ||
+    fail "git: the sync says what it leaves: $(cat "$work/err")"
+  rm -r "$p/data"
+  ktrain "sync with an ignored folder removed" build -f "$p/ktrain.yaml" --sync -o json
+  gsynced=$(json 'd["reference"]' <"$work/out")
+  expect_eq "$(json 'd["sync"]["unchanged"]' <"$work/out")" "True" "git: removing an ignored folder is no change"
+  unpack "$gsynced" "$work/img5"
+  expect_eq "$(stat -c %s "$work/img5/rootfs/workspace/data/big.bin")" "$((4 << 20))" "git: the image keeps data/ as built"
+  expect_eq "$(cat "$work/img5/rootfs/workspace/train.py") $(cat "$work/img5/rootfs/workspace/src/keep.log")" \
+    "print(4) kept, changed" "git: the synced files"
+  [ ! -e "$work/img5/rootfs/workspace/out.log" ] || fail "git: an ignored new file was sent"
+  [ ! -e "$work/img5/rootfs/workspace/.git" ] || fail "git: .git went into the image"
+else
+  echo "SKIP: git is not installed"
+fi
+
 sed -i 's/^  command:/  sync: true\n  command:/' "$p/ktrain.yaml"
 sed 's/^  build:/  xbuild:/' "$p/ktrain.yaml" | sed '/^image:/,/^train:/c\image: registry.example.com/a:1\ntrain:' >"$work/nobuild.yaml"
 rc=0

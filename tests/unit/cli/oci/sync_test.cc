@@ -170,3 +170,27 @@ TEST_CASE("remember_tree and recalled_tree: by image digest, the newest 64 kept"
   CHECK_FALSE(recalled_tree(cache.string(), digest(70)).has_value());
   fs::remove_all(cache);
 }
+
+TEST_CASE("drop_paths: a path goes with what is below it, and nothing that only shares its start") {
+  Tree t = tree({dir("cache"), file("cache/a.bin", 1, 1), dir("cache/deep"),
+                 file("cache/deep/b", 1, 1), file("cache.py", 1, 1), dir("src"),
+                 file("src/run.log", 1, 1), file("src/m.py", 1, 1), file("train.py", 1, 1)});
+  CHECK(drop_paths(t, {"cache", "src/run.log", "not/there"}) == 5);
+  std::vector<std::string> left;
+  for (const auto& [rel, e] : t) left.push_back(rel);
+  CHECK(left == std::vector<std::string>{"cache.py", "src", "src/m.py", "train.py"});
+  CHECK(drop_paths(t, {}) == 0);
+  CHECK(t.size() == 4);
+}
+
+TEST_CASE("git_ignored paths kept out of both trees: not sent, and not removed from the image") {
+  // The image holds out.log (the build took it); git ignores it: a sync leaves it be.
+  Tree before = tree({file("out.log", 5, 1), file("train.py", 3, 1)});
+  Tree now = tree({file("out.log", 9, 2), file("train.py", 4, 2), file("new.log", 1, 2)});
+  const std::vector<std::string> ignored = {"out.log", "new.log"};
+  drop_paths(before, ignored);
+  drop_paths(now, ignored);
+  const TreeDelta d = diff_trees(before, now);
+  CHECK(d.changed == std::vector<std::string>{"train.py"});
+  CHECK(d.removed.empty());
+}
