@@ -119,11 +119,15 @@ expect_eq "$out" "hello from the pod" "exec: the command reaches the pod's serve
 if command -v script >/dev/null 2>&1; then
   out="$(script -qec "stty rows 33 cols 111; $ktrain exec web-a -it -- stty size" /dev/null | tr -d '\r')"
   expect_contains "$out" "33 111" "exec -it: the remote terminal has the local size"
-  out="$(script -qec "stty rows 20 cols 80; ($ktrain exec web-a -it -- sh -c 'stty size; sleep 1.5; stty size' </dev/tty) & sleep 0.7; stty rows 50 cols 132; wait" /dev/null | tr -d '\r')"
+  # The resize comes once the remote command has read the first size (the pods' processes
+  # share this file system), however long ktrain takes to start.
+  started="$work/exec-started" wait_started="i=0; while [ ! -e $work/exec-started ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i + 1)); done"
+  out="$(script -qec "stty rows 20 cols 80; ($ktrain exec web-a -it -- sh -c 'stty size; touch $started; sleep 1.5; stty size' </dev/tty) & $wait_started; stty rows 50 cols 132; wait" /dev/null | tr -d '\r')"
   expect_contains "$out" "20 80" "exec -it: the size at the start"
   expect_contains "$out" "50 132" "exec -it: a resize reaches the remote terminal"
   set +e
-  out="$( (sleep 1; printf '\003') | script -qec "$ktrain exec web-a -it -- sh -c 'trap \"echo got-interrupt; exit 7\" INT; sleep 5 & wait'" /dev/null | tr -d '\r')"
+  rm -f "$started"
+  out="$( (eval "$wait_started"; printf '\003') | script -qec "$ktrain exec web-a -it -- sh -c 'trap \"echo got-interrupt; exit 7\" INT; touch $started; sleep 5 & wait'" /dev/null | tr -d '\r')"
   rc=$?
   set -e
   expect_contains "$out" "got-interrupt" "exec -it: Ctrl-C goes to the remote command"

@@ -20,7 +20,7 @@ pods:
   - match: {job: "h2demo-*"}
     linePattern: "step {i} of rank {index}"
     lineCount: 30
-    lineRate: 10
+    lineRate: 5
     hold: true
 YAML
 start_apiserver "$work/script.yaml"
@@ -50,25 +50,14 @@ expect_eq "$(grep -c '^I ' "$work/submit.log")" "5" "submit: 5 requests (the ser
 expect_eq "$(grep '^I ' "$work/submit.log" | grep -vc '(HTTP/2)$' || true)" "0" "submit: every request over HTTP/2"
 expect_eq "$(api_curl /apis/batch/v1/namespaces/default/jobs/h2demo-h2 | json 'd["spec"]["completions"]')" "2" "the Job is on the server"
 
-# list (wait for both ranks to run; the pods hold until released)
-for i in $(seq 1 200); do
-  state="$("$ktrain" list -o json | json '[r["state"] for r in d["runs"] if r["name"]=="h2demo-h2"]')"
-  [ "$state" = '["Running"]' ] && break
-  sleep 0.05
-done
-expect_eq "$state" '["Running"]' "list shows the run running"
-list_out="$("$ktrain" -v list 2>"$work/list.log")"
-expect_contains "$list_out" "h2demo-h2  train  Running        2     0" "list table row"
-expect_contains "$(cat "$work/list.log")" "(HTTP/2)" "list over HTTP/2"
-
-# logs -f while the pods write (30 lines a rank, 10 a second, then they hold until
-# released): lines arrive as they are written (on a terminal, where each line is
-# flushed; `script` gives it one), and it still follows after the last line.
-"$ktrain" status h2demo-h2 >/dev/null
+# logs -f while the pods write (30 lines a rank, 5 a second, then they hold until
+# released), started as soon as the run is: lines arrive as they are written (on a
+# terminal, where each line is flushed; `script` gives it one), and it still follows
+# after the last line.
 script -qfec "$ktrain -v logs -f h2demo-h2 2>$work/follow.log" /dev/null </dev/null >"$work/follow.tty" &
 follow_pid=$!
 partial=0 n=0
-for i in $(seq 1 300); do
+for i in $(seq 1 600); do
   n="$(tr -d '\r' <"$work/follow.tty" | grep -c '^\[node ' || true)"
   if [ "$n" -gt 0 ] && [ "$n" -lt 60 ]; then partial=1; fi
   [ "$n" -ge 60 ] && break
@@ -79,6 +68,17 @@ expect_eq "$partial" "1" "logs -f: lines arrived while the pods wrote them"
 sleep 0.3
 kill -0 "$follow_pid" 2>/dev/null || fail "logs -f ended while the pods still run: $(cat "$work/follow.log")"
 echo "ok: logs -f still following after the last line"
+
+# list (wait for both ranks to run; the pods hold until released)
+for i in $(seq 1 200); do
+  state="$("$ktrain" list -o json | json '[r["state"] for r in d["runs"] if r["name"]=="h2demo-h2"]')"
+  [ "$state" = '["Running"]' ] && break
+  sleep 0.05
+done
+expect_eq "$state" '["Running"]' "list shows the run running"
+list_out="$("$ktrain" -v list 2>"$work/list.log")"
+expect_contains "$list_out" "h2demo-h2  train  Running        2     0" "list table row"
+expect_contains "$(cat "$work/list.log")" "(HTTP/2)" "list over HTTP/2"
 
 # status while running
 "$ktrain" -v status h2demo-h2 -o json >"$work/status.json" 2>"$work/status.log"

@@ -247,7 +247,17 @@ def wait_for(what, done, pause):
         if time.time() > deadline:
             sys.exit(what)
         time.sleep(pause)
+def catches_sigint():  # ktrain has its SIGINT handler (however slowly it started)
+    try:
+        with open("/proc/%d/status" % p.pid) as status:
+            for line in status:
+                if line.startswith("SigCgt:"):
+                    return int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)) != 0
+    except OSError:
+        pass
+    return False
 wait_for("the run did not start", lambda: glob.glob(run_dir + "/node-*.log"), 0.05)
+wait_for("ktrain never took SIGINT", catches_sigint, 0.01)
 time.sleep(0.5)  # attached to the logs
 open(go, "w").close()
 wait_for("the ranks did not write their burst",
