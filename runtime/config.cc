@@ -183,14 +183,34 @@ Config parse_config(const std::vector<std::string>& args, const Env& env) {
   std::string origin;
 
   if (auto* v = lookup(env, "KTRAIN_RUN")) c.run = *v;
+  if (auto* v = lookup(env, "KTRAIN_ELASTIC")) {
+    const auto colon = v->find(':');
+    if (colon == std::string::npos) {
+      config_error("KTRAIN_ELASTIC: '" + *v + "' is not min:max (like 2:8)");
+    }
+    c.elastic_min =
+        static_cast<int>(parse_long(v->substr(0, colon), "KTRAIN_ELASTIC's min", 1, 100000));
+    c.elastic_max =
+        static_cast<int>(parse_long(v->substr(colon + 1), "KTRAIN_ELASTIC's max", 1, 100000));
+    if (c.elastic_min > c.elastic_max) {
+      config_error("KTRAIN_ELASTIC: the fewest nodes (" + std::to_string(c.elastic_min) +
+                   ") are more than the most (" + std::to_string(c.elastic_max) + ")");
+    }
+    if (auto* r = lookup(env, "KTRAIN_ELASTIC_RESTARTS")) {
+      c.elastic_restarts = static_cast<int>(parse_long(*r, "KTRAIN_ELASTIC_RESTARTS", 0, 100000));
+    }
+    if (auto* t = lookup(env, "KTRAIN_TORCHRUN")) c.torchrun = *t;
+  }
+  const bool elastic = c.elastic_max > 0;
   if (auto* v = value("KTRAIN_NNODES", origin)) {
     c.nnodes = static_cast<int>(parse_long(*v, origin, 1, 100000));
   }
+  if (elastic) c.nnodes = c.elastic_max;
   if (auto* v = value("KTRAIN_NODE_RANK", origin)) {
     c.node_rank = static_cast<int>(parse_long(*v, origin, 0, 100000));
   } else if (auto* j = lookup(env, "JOB_COMPLETION_INDEX")) {
     c.node_rank = static_cast<int>(parse_long(*j, "JOB_COMPLETION_INDEX", 0, 100000));
-  } else if (c.nnodes > 1) {
+  } else if (c.nnodes > 1 && !elastic) {
     config_error(
         "the node rank is not set: set KTRAIN_NODE_RANK or JOB_COMPLETION_INDEX, or "
         "pass --node-rank (KTRAIN_NNODES is " +
@@ -254,7 +274,13 @@ Config parse_config(const std::vector<std::string>& args, const Env& env) {
     c.min_busbw_gbps = parse_seconds(*v, "KTRAIN_MIN_BUSBW", true);
   }
 
-  if (c.nnodes > 1 && c.secret.empty()) {
+  if (elastic && c.framework != Framework::kPytorch) {
+    config_error(std::string("KTRAIN_ELASTIC: elastic nodes are torchrun's, for framework pytorch; "
+                             "the framework is ") +
+                 framework_name(c.framework));
+  }
+  // Elastic nodes meet at torchrun's c10d store, not at the launcher's rendezvous.
+  if (c.nnodes > 1 && c.secret.empty() && !elastic) {
     config_error(
         "KTRAIN_RDZV_SECRET is not set: a multi-node rendezvous needs the per-run "
         "secret (the pods read it from the Secret <run>-rdzv, which ktrain submit creates) "
@@ -332,6 +358,12 @@ other variables:
   KTRAIN_NODE_NAME        the Kubernetes node's name, for messages (default: the host name)
   JOB_COMPLETION_INDEX    node rank when KTRAIN_NODE_RANK is not set
   KTRAIN_NODE_RANK_OFFSET added to the node rank (a PyTorchJob's Workers: 1)
+  KTRAIN_ELASTIC          min:max elastic nodes (framework pytorch): torchrun's elastic
+                          agent starts this node's workers (--nnodes min:max, c10d
+                          rendezvous at --master-addr:--rdzv-port, --no-python COMMAND)
+                          and starts them again when a node leaves or joins
+  KTRAIN_ELASTIC_RESTARTS torchrun's --max-restarts after a worker fails (0)
+  KTRAIN_TORCHRUN         the elastic agent's program (torchrun)
   KTRAIN_PARAM_<NAME>     sweep parameters, passed to workers unchanged
   KTRAIN_CHECKPOINT_DIR   the checkpoint folder: its newest complete checkpoint goes to
                           the workers as KTRAIN_CHECKPOINT_LATEST

@@ -44,7 +44,13 @@ struct Config {
   std::string termination_log = "/dev/termination-log";
   double min_busbw_gbps = 0;  ///< KTRAIN_MIN_BUSBW: minimum all-reduce busbw (full preflight)
   std::string gpucheck_path;  ///< KTRAIN_GPUCHECK: the GPU helper; empty = next to the launcher
-  std::vector<std::string> command;  ///< the worker command and its arguments
+  /// KTRAIN_ELASTIC "min:max": elastic nodes; torchrun's elastic agent starts this
+  /// node's workers and meets the others (c10d at master_addr:rdzv_port). 0 = fixed.
+  int elastic_min = 0;
+  int elastic_max = 0;
+  int elastic_restarts = 0;           ///< KTRAIN_ELASTIC_RESTARTS: torchrun's --max-restarts
+  std::string torchrun = "torchrun";  ///< KTRAIN_TORCHRUN: the elastic agent's program
+  std::vector<std::string> command;   ///< the worker command and its arguments
   bool help = false;
   bool version = false;
   std::string install_dir;  ///< --install DIR: copy the launcher there and exit

@@ -181,6 +181,73 @@ int finish(const Config& c, int status, const std::string& cause, const std::str
   return status;
 }
 
+/// Whether `program` can be run: a path to an executable, or a name found on PATH.
+bool on_path(const std::string& program, const std::map<std::string, std::string>& env) {
+  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
+  auto it = env.find("PATH");
+  const std::string path = it != env.end() ? it->second : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = end > start ? path.substr(start, end - start) : ".";
+    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+/// Elastic nodes: torchrun's elastic agent is this node's one worker. It meets the
+/// others at the c10d store on the first node (master_addr:rdzv_port), starts
+/// plan.nproc processes with the environment it gives them, and starts them again
+/// when a node leaves or joins; the launcher keeps the GPU checks, the stop file,
+/// the watchdog, signals and the termination message around it.
+int run_elastic(const Config& c, const std::map<std::string, std::string>& env,
+                const GpuPlan& plan) {
+  if (c.preflight == Preflight::kFull) {
+    log_line(
+        "full preflight: the NCCL check across nodes is skipped with elastic nodes (torchrun "
+        "decides who takes part); this node's GPUs were checked");
+  }
+  if (!on_path(c.torchrun, env)) {
+    config_error("elastic nodes: cannot find '" + c.torchrun +
+                 "' on PATH: the image needs PyTorch's torchrun (pip install torch puts it "
+                 "there), or set KTRAIN_TORCHRUN");
+  }
+  const StateDir state{make_state_dir(env)};
+  const std::string resume = checkpoint_to_resume(env);
+  WorkerSpec w;
+  w.rank = c.node_rank;
+  w.name = "node " + std::to_string(c.node_rank);
+  w.argv = {c.torchrun,
+            "--nnodes=" + std::to_string(c.elastic_min) + ":" + std::to_string(c.elastic_max),
+            "--nproc-per-node=" + std::to_string(plan.nproc),
+            "--rdzv-backend=c10d",
+            "--rdzv-endpoint=" + c.master_addr + ":" + std::to_string(c.rdzv_port),
+            "--rdzv-id=" + c.run,
+            "--max-restarts=" + std::to_string(c.elastic_restarts),
+            "--no-python"};
+  w.argv.insert(w.argv.end(), c.command.begin(), c.command.end());
+  w.env.emplace_back("KTRAIN_NODE_RANK", std::to_string(c.node_rank));
+  if (!state.path.empty()) {
+    w.heartbeat_file = state.path + "/heartbeat." + std::to_string(c.node_rank);
+    w.env.emplace_back("KTRAIN_HEARTBEAT_FILE", w.heartbeat_file);
+    w.env.emplace_back("KTRAIN_STOP_FILE", state.path + "/stop");
+  }
+  if (!resume.empty()) w.env.emplace_back("KTRAIN_CHECKPOINT_LATEST", resume);
+  log_line("elastic nodes " + std::to_string(c.elastic_min) + ".." + std::to_string(c.elastic_max) +
+           ": " + c.torchrun + " starts " + std::to_string(plan.nproc) + " worker" +
+           (plan.nproc == 1 ? "" : "s") + " here and meets the others at " + c.master_addr + ":" +
+           std::to_string(c.rdzv_port));
+  ProcessSpawner spawner;
+  Supervisor supervisor(spawner, STDOUT_FILENO, c.grace_period_s, c.node_rank);
+  supervisor.set_watchdog(c.watchdog_timeout_s);
+  if (!state.path.empty()) supervisor.set_stop_file(state.path + "/stop");
+  NoPeers peers;
+  Outcome outcome = supervisor.run({std::move(w)}, peers);
+  return finish(c, outcome.status, outcome.cause, outcome.tail_of, outcome.tail);
+}
+
 }  // namespace
 
 int run_launcher(const Config& c, const std::map<std::string, std::string>& env) {
@@ -190,6 +257,7 @@ int run_launcher(const Config& c, const std::map<std::string, std::string>& env)
   Connection to_node0;
   try {
     GpuPlan plan = plan_gpus(c, env);
+    if (c.elastic_max > 0) return run_elastic(c, env, plan);
     const bool full = c.preflight == Preflight::kFull && plan.gpus > 0 && !plan.helper.empty();
 
     NodeInfo self;

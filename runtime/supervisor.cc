@@ -81,9 +81,7 @@ struct Running {
   Stream out, err;
   LastLines tail;  ///< its last output lines, for the termination message
   explicit Running(const WorkerSpec& s)
-      : spec(s),
-        out("[rank " + std::to_string(s.rank) + "] "),
-        err("[rank " + std::to_string(s.rank) + "] ") {}
+      : spec(s), out("[" + s.who() + "] "), err("[" + s.who() + "] ") {}
 };
 
 // The last lines of `out` from `from` on (each with `prefix_len` bytes of prefix) into
@@ -212,7 +210,7 @@ std::string run_capture(const std::vector<std::string>& argv, double limit_s) {
 // Logs what can be known of a hung worker: its state and kernel wait, py-spy's
 // stacks (where py-spy is on PATH), its NCCL variables.
 void dump_hung(const Running& w) {
-  const std::string r = "rank " + std::to_string(w.spec.rank) + ": ";
+  const std::string r = w.spec.who() + ": ";
   const std::string proc = "/proc/" + std::to_string(w.pid);
   std::string stat = read_small(proc + "/stat");
   // "pid (comm) S ...": the state follows the last ')'.
@@ -348,7 +346,7 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
     Running& w = workers.back();
     int o[2], e[2];
     if (::pipe2(o, O_CLOEXEC) != 0 || ::pipe2(e, O_CLOEXEC) != 0) {
-      fail(1, errno_message("rank " + std::to_string(spec.rank) + ": pipe"), true);
+      fail(1, errno_message(spec.who() + ": pipe"), true);
       break;
     }
     SpawnRequest req{spec.argv, spec.env, o[1], e[1]};
@@ -364,7 +362,7 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
       w.exited = true;
       close_stream(w.out, out, &w.tail);
       close_stream(w.err, out, &w.tail);
-      fail(1, errno_message("rank " + std::to_string(spec.rank) + " could not be started"), true);
+      fail(1, errno_message(spec.who() + " could not be started"), true);
       break;
     }
   }
@@ -392,8 +390,8 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
         close_stream(w.err, out, &w.tail);
         bool failed = !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
         if (failed && !stopping && !have_outcome) {
-          fail(exit_status_of(st), describe_exit(w.spec.rank, st), true);
-          outcome.tail_of = "rank " + std::to_string(w.spec.rank);
+          fail(exit_status_of(st), describe_exit(w.spec.who(), st), true);
+          outcome.tail_of = w.spec.who();
           outcome.tail = w.tail.lines();
         }
       }
@@ -484,7 +482,7 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
           write_all(output_fd_, out);  // its last lines first
           out.clear();
         }
-        const std::string rank = "rank " + std::to_string(w.spec.rank);
+        const std::string rank = w.spec.who();
         const std::string silent = format_seconds((now - w.active_ms) / 1000.0);
         log_line("watchdog: " + rank + " has had no output and no heartbeat for " + silent +
                  "; what it is doing:");
@@ -500,7 +498,7 @@ Outcome Supervisor::run(const std::vector<WorkerSpec>& specs, PeerLink& peers) {
       killed = true;
       for (auto& w : workers) {
         if (w.pid > 0 && !w.exited) {
-          log_line("rank " + std::to_string(w.spec.rank) +
+          log_line(w.spec.who() +
                    " still running after the grace "
                    "period: killing it");
           ::kill(-w.pid, SIGKILL);

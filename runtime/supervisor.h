@@ -18,6 +18,10 @@ namespace ktrain::launch {
 struct WorkerSpec {
   int rank = 0;  ///< global rank, used in the output prefix and causes
   int local_rank = 0;
+  /// Who it is in the output prefix and causes, when not "rank <rank>" (elastic nodes:
+  /// "node 1", torchrun's agent for the node's ranks).
+  std::string name;
+  std::string who() const { return name.empty() ? "rank " + std::to_string(rank) : name; }
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;
   /// The file the worker touches to show progress (KTRAIN_HEARTBEAT_FILE; "" = none).

@@ -62,7 +62,10 @@ std::string signal_name(int sig) {
 }
 
 std::string describe_exit(int rank, int wait_status) {
-  std::string who = "rank " + std::to_string(rank);
+  return describe_exit("rank " + std::to_string(rank), wait_status);
+}
+
+std::string describe_exit(const std::string& who, int wait_status) {
   if (WIFSIGNALED(wait_status)) return who + " killed by " + signal_name(WTERMSIG(wait_status));
   return who + " exited " + std::to_string(WEXITSTATUS(wait_status));
 }

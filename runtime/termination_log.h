@@ -40,6 +40,8 @@ class LastLines {
 
 /// Returns "rank 3 exited 1" or "rank 3 killed by SIGSEGV" for a wait status.
 std::string describe_exit(int rank, int wait_status);
+/// The same for `who` ("node 1").
+std::string describe_exit(const std::string& who, int wait_status);
 
 /// Returns the launcher exit status that stands for a worker's wait status:
 /// its exit code, or 128 + the signal that killed it.

@@ -219,6 +219,12 @@ SubmitResult LocalBackend::submit(const project::Project& project, const SubmitO
     run.framework = train.framework;
     run.preflight = train.gpus > 0 ? train.preflight : "off";
     run.nodes = train.nodes;
+    if (train.min_nodes > 0 && point.index <= 0) {
+      env_.warn("elastic nodes " + std::to_string(train.min_nodes) + ".." +
+                std::to_string(train.nodes) + " run here as " + std::to_string(train.nodes) +
+                " nodes of ktrain-launch's own rendezvous (torchrun's elastic agent is the "
+                "PyTorchJob's)");
+    }
     run.gpus = train.gpus;
     run.grace_s = static_cast<int>(std::min<std::int64_t>(train.grace_period_s, 3600));
     run.nproc =

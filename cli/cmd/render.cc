@@ -91,7 +91,8 @@ int RenderCommandOptions::run(Env& env) const {
 }
 
 void note_rendezvous_secret(const Env& env, const project::Project& p) {
-  if (!p.train || p.train->nodes < 2 || env.global.quiet) return;
+  // Elastic nodes meet at torchrun's c10d store: their pods need no Secret.
+  if (!p.train || p.train->nodes < 2 || p.train->min_nodes > 0 || env.global.quiet) return;
   const auto& target = render::targets::train_target(p.train->target);
   if (!target.rendezvous || std::string(target.name) == "job") return;
   *env.err << "ktrain: note: the pods of train.target " << target.name

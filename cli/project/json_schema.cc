@@ -128,6 +128,12 @@ Json kind_schema(const KeySpec& k) {
       if (k.min > 0) j["not"] = {{"pattern", "^(0+[dhms])+$"}};
       return j;
     }
+    case K::kNodeCount:
+      // As kWhole from 1, or min..max (that min is below max, the parser checks).
+      return {{"type", {"integer", "string"}},
+              {"minimum", 1},
+              {"maximum", std::numeric_limits<std::int32_t>::max()},
+              {"pattern", "^(\\+?0*[1-9][0-9]*|[1-9][0-9]{0,5}\\.\\.[1-9][0-9]{0,5})$"}};
     case K::kSurge:
       return {{"type", {"integer", "string"}},
               {"minimum", 0},

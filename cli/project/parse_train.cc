@@ -25,12 +25,27 @@ void ProjectParser::train(const Value& v, Train& t) {
   if (const Value* x = field(v, "nodes")) {
     if (const auto dots = x->text.find("..");
         x->kind == Kind::kScalar && dots != std::string::npos) {
-      // min..max: elastic training, which the rendezvous does not do.
-      c_.add(x->origin, "train.nodes",
-             "elastic nodes (" + x->text +
-                 ") are not supported: ktrain-launch's rendezvous starts the workers once "
-                 "every node has joined, and a run keeps its node count; give a fixed count "
-                 "(a failed node's pod is retried as train.retry and train.restarts say)");
+      // min..max: elastic nodes.
+      const std::string lo = x->text.substr(0, dots), hi = x->text.substr(dots + 2);
+      auto count = [](const std::string& s) -> int {
+        if (s.empty() || s.size() > 6 || s[0] == '0' ||
+            s.find_first_not_of("0123456789") != std::string::npos)
+          return -1;
+        return std::stoi(s);
+      };
+      const int min = count(lo), max = count(hi);
+      if (min < 1 || max < 1) {
+        c_.add(x->origin, "train.nodes",
+               "expected a whole number >= 1, or elastic nodes as min..max like 2..8; got '" +
+                   x->text + "'");
+      } else if (min >= max) {
+        c_.add(x->origin, "train.nodes",
+               "elastic nodes " + x->text + ": the fewest (" + lo + ") must be below the most (" +
+                   hi + "); for a fixed count write nodes: " + hi);
+      } else {
+        t.nodes = max;
+        t.min_nodes = min;
+      }
     } else if (auto n = c_.whole(*x, "train.nodes", 1)) {
       t.nodes = *n;
     }

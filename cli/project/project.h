@@ -89,8 +89,12 @@ struct Train {
   /// What the run is rendered to: job | pytorchjob | tfjob | mpijob | trainjob | jobset.
   std::string target = "job";
   std::string runtime;  ///< target trainjob: the ClusterTrainingRuntime
-  int nodes = 1;        ///< >= 1
-  int gpus = 0;         ///< per node, >= 0
+  int nodes = 1;        ///< >= 1; elastic: the most nodes
+  /// Elastic nodes (`nodes: min..max`): the fewest nodes a run goes on with; 0 = a
+  /// fixed count. Target pytorchjob only (Kubeflow's elasticPolicy, torchrun's c10d
+  /// rendezvous).
+  int min_nodes = 0;
+  int gpus = 0;  ///< per node, >= 0
   /// Workers per node; 0 = one per GPU found (or 1 without GPUs).
   int processes_per_node = 0;
   std::string mig;       ///< e.g. "1g.10gb": GPUs become nvidia.com/mig-<mig>

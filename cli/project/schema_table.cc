@@ -154,9 +154,10 @@ std::vector<SectionSpec> make_sections() {
                            "with framework pytorch: torch-distributed.",
             .example = R"("torch-distributed")"},
            {.name = "nodes",
-            .kind = K::kWhole,
+            .kind = K::kNodeCount,
             .min = 1,
-            .description = "Pods, one ktrain-launch each. Default: 1.",
+            .description = "Pods, one ktrain-launch each; min..max (like 2..8) for elastic "
+                           "nodes, with target pytorchjob. Default: 1.",
             .example = "4"},
            {.name = "gpus",
             .kind = K::kWhole,

@@ -31,6 +31,7 @@ enum class ValueKind {
   kQuantity,       ///< a Kubernetes quantity greater than 0 (500m, 2, 16Gi)
   kDuration,       ///< a duration like 90s or 1h30m; greater than 0 when `min` is 1
   kSurge,          ///< a whole number >= 0 or a percentage like 25%
+  kNodeCount,      ///< a whole number >= 1, or elastic nodes min..max like 2..8
   kMigProfile,     ///< a MIG profile like 1g.10gb
   kGpuProduct,     ///< a GPU product name: a label value, not empty
   kCudaVersion,    ///< a CUDA version like 12.1 (a number or a string)

@@ -26,6 +26,18 @@ void train_limits(const Project& p, std::vector<TargetLimit>& out) {
           "the rules render to a Job's podFailurePolicy, and the operator makes its pods "
           "itself (its restartPolicy decides); use target job or jobset");
   }
+  if (t.min_nodes > 0 && target != "pytorchjob") {
+    limit("train.nodes",
+          "elastic nodes (" + std::to_string(t.min_nodes) + ".." + std::to_string(t.nodes) +
+              ") need train.target: pytorchjob (Kubeflow's elasticPolicy, torchrun's elastic "
+              "rendezvous); ktrain-launch's own rendezvous starts the workers once every node "
+              "has joined, so the other targets keep a fixed count");
+  }
+  if (t.min_nodes > 0 && p.scheduling.gang == "volcano") {
+    limit("scheduling.gang",
+          "a gang waits for all " + std::to_string(t.nodes) +
+              " nodes, which elastic nodes do not need; use gang: kueue or none");
+  }
   if (target == "pytorchjob" && t.framework != "pytorch") {
     limit("train.framework",
           "the operator wires PyTorch (MASTER_ADDR, WORLD_SIZE, RANK); "

@@ -282,8 +282,9 @@ ordered_json train_env(const project::Project& p, const std::string& run,
     env.push_back(env_value("KTRAIN_MASTER_PORT", std::to_string(kMasterPort)));
     env.push_back(env_value("KTRAIN_RDZV_TIMEOUT", "900"));
     ordered_json secret_ref = {{"name", run + "-rdzv"}, {"key", "token"}};
-    // One node has no rendezvous: nothing waits for the Secret then.
-    if (w.job_uid_rendezvous || t.nodes == 1) secret_ref["optional"] = true;
+    // One node has no rendezvous, elastic nodes meet at torchrun's: nothing waits for
+    // the Secret then.
+    if (w.job_uid_rendezvous || t.nodes == 1 || t.min_nodes > 0) secret_ref["optional"] = true;
     env.push_back({{"name", "KTRAIN_RDZV_SECRET"}, {"valueFrom", {{"secretKeyRef", secret_ref}}}});
     if (w.job_uid_rendezvous) {
       env.push_back(env_field("KTRAIN_RDZV_JOB_UID",

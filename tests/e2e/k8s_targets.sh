@@ -152,6 +152,35 @@ expect_contains "$out" "no operator has acted on the PyTorchJob yet" "status say
 "$ktrain" delete tgt-wait >/dev/null || fail "delete tgt-wait failed"
 
 check_target pytorchjob PyTorchJob pytorch yes
+# Elastic nodes (train.nodes: min..max): a PyTorchJob with the operator's elasticPolicy,
+# Workers only, each launcher handing its workers to torchrun (c10d at the first Worker).
+project pytorchjob pytorch
+sed -i 's/^  nodes: 3$/  nodes: 2..4/' ktrain.yaml
+"$ktrain" submit --run-id elastic --dry-run=server >/dev/null || fail "elastic: --dry-run=server failed"
+"$ktrain" submit --run-id elastic >/dev/null || fail "elastic: submit failed"
+expect_eq "$(kubectl get pytorchjob/tgt-elastic -o jsonpath='{.spec.elasticPolicy.minReplicas} {.spec.elasticPolicy.maxReplicas} {.spec.elasticPolicy.rdzvBackend} {.spec.elasticPolicy.maxRestarts} {.spec.pytorchReplicaSpecs.Worker.replicas}')" \
+  "2 4 c10d 0 4" "elastic: the server's elasticPolicy and Workers"
+[ -z "$(kubectl get pytorchjob/tgt-elastic -o jsonpath='{.spec.pytorchReplicaSpecs.Master}')" ] ||
+  fail "elastic: the PyTorchJob has a Master"
+kubectl get pytorchjob/tgt-elastic -o json | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+env = {e["name"]: e.get("value", e.get("valueFrom")) for e in c["env"]}
+assert env["KTRAIN_ELASTIC"] == "2:4", env
+assert env["KTRAIN_MASTER_ADDR"] == "tgt-elastic-worker-0", env
+assert env["KTRAIN_RDZV_SECRET"]["secretKeyRef"].get("optional") is True, env
+' || fail "elastic: the Workers' launcher environment"
+"$ktrain" delete tgt-elastic >/dev/null || fail "elastic: delete failed"
+sed -i 's/^  target: .*/  target: job/' ktrain.yaml
+set +e
+out="$("$ktrain" submit --run-id elasticjob 2>&1)"; rc=$?
+set -e
+expect_eq "$rc" 2 "elastic nodes on a plain Job: exit status"
+expect_contains "$out" "ktrain.yaml:8:10: train.nodes: train.target job:" "elastic nodes on a plain Job: the line of train.nodes"
+expect_contains "$out" "need train.target: pytorchjob" "elastic nodes on a plain Job: what to do"
+[ -z "$(kubectl get jobs,secrets,services -l ktrain.dev/run=tgt-elasticjob -o name)" ] || fail "elastic nodes on a plain Job: objects sent"
+echo "ok   pytorchjob: elastic nodes 2..4 (elasticPolicy, Workers only); a plain Job refuses them"
+
 check_target tfjob TFJob tensorflow yes
 check_target mpijob MPIJob none no
 check_target jobset JobSet pytorch yes

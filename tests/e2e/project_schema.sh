@@ -47,6 +47,7 @@ declare -A semantic=(
   [watchdog-target.yaml]="which train.target can take train.watchdog is checked by the parser"
   [notify-empty.yaml]="an empty train.notify says nothing: the parser asks for a command or url"
   [retry-target.yaml]="which train.target can take train.retry is checked by the parser"
+  [elastic-nodes.yaml]="elastic nodes (min..max) need train.target pytorchjob: checked by the parser"
   [sync-no-build.yaml]="train.sync needs image.build (the image it syncs onto): checked by the parser"
   [targets-serve-deployment.yaml]="serve.runtime needs target kserve, and the model URI's scheme, are checked by the parser"
 )

@@ -2,7 +2,8 @@
 // a Master (node 0) and train.nodes - 1 Workers. The operator sets MASTER_ADDR,
 // WORLD_SIZE and RANK and makes a Service per pod; ktrain-launch, the container's
 // entrypoint, takes its node rank from the replica index the operator labels the pod
-// with (Workers + 1) and meets the others at the Master's Service.
+// with (Workers + 1) and meets the others at the Master's Service. With elastic nodes
+// (train.nodes: min..max), Workers only, with the operator's elasticPolicy.
 
 #include <string>
 #include <vector>
@@ -29,6 +30,26 @@ std::vector<ordered_json> render_pytorchjob(const detail::RenderContext& ctx,
   auto& spec = job["spec"];
   auto& replicas = spec["pytorchReplicaSpecs"];
   replicas = ordered_json::object();
+  if (t.min_nodes > 0) {
+    // Elastic: Workers only, between min and max of them; in each, ktrain-launch hands
+    // the node's workers to torchrun's elastic agent, which meets the others at the
+    // first Worker's Service (c10d) and starts again, from the newest checkpoint, when
+    // a node leaves or joins.
+    w.master_addr = run + "-worker-0";
+    w.rank_env = ordered_json::array(
+        {detail::env_from_field("KTRAIN_NODE_RANK", kKubeflowReplicaIndex),
+         detail::env_literal("KTRAIN_ELASTIC",
+                             std::to_string(t.min_nodes) + ":" + std::to_string(t.nodes)),
+         detail::env_literal("KTRAIN_ELASTIC_RESTARTS", std::to_string(t.restarts))});
+    replicas["Worker"] =
+        kubeflow_replica(t.nodes, detail::train_pod_template(ctx, run, labels, point, w));
+    // After the replicas: a new key of `spec` would move what `replicas` refers to.
+    spec["elasticPolicy"] = {{"rdzvBackend", "c10d"},
+                             {"minReplicas", t.min_nodes},
+                             {"maxReplicas", t.nodes},
+                             {"maxRestarts", t.restarts}};
+    return {std::move(job)};
+  }
   w.rank_env = ordered_json::array({detail::env_literal("KTRAIN_NODE_RANK", "0")});
   replicas["Master"] = kubeflow_replica(1, detail::train_pod_template(ctx, run, labels, point, w));
   if (t.nodes > 1) {

@@ -154,3 +154,30 @@ TEST_CASE("project targets: a sweep's waiting runs are released on every train.t
   CHECK(problems(std::string(kTrain) + sweep).empty());
   CHECK(problems(std::string(kTrain) + "  target: jobset\n" + sweep).empty());
 }
+
+TEST_CASE("project targets: elastic nodes min..max, for a PyTorchJob only") {
+  const std::string pt = std::string(kTrain) + "  target: pytorchjob\n";
+  const auto t = parse(pt + "  nodes: 2..8\n").train;
+  CHECK(t->nodes == 8);
+  CHECK(t->min_nodes == 2);
+  CHECK(parse(pt + "  nodes: 4\n").train->min_nodes == 0);
+  CHECK(problem(pt + "  nodes: 8..2\n") ==
+        "ktrain.yaml:6:10: train.nodes: elastic nodes 8..2: the fewest (8) must be below the "
+        "most (2); for a fixed count write nodes: 2");
+  CHECK(problem(pt + "  nodes: 4..4\n") ==
+        "ktrain.yaml:6:10: train.nodes: elastic nodes 4..4: the fewest (4) must be below the "
+        "most (4); for a fixed count write nodes: 4");
+  for (const char* bad : {"0..4", "..4", "2..", "a..b", "-1..3", "2...4"}) {
+    CAPTURE(bad);
+    CHECK(problem(pt + "  nodes: \"" + bad + "\"\n")
+              .find("train.nodes: expected a whole number >= 1, or elastic nodes as min..max") !=
+          std::string::npos);
+  }
+  // The plain Job: the launcher's own rendezvous keeps a fixed count.
+  CHECK(problem(std::string(kTrain) + "  nodes: 2..8\n")
+            .starts_with("ktrain.yaml:5:10: train.nodes: train.target job: elastic nodes (2..8) "
+                         "need train.target: pytorchjob"));
+  CHECK(problem(pt + "  nodes: 2..8\nscheduling:\n  gang: volcano\n")
+            .find("scheduling.gang: train.target pytorchjob: a gang waits for all 8 nodes") !=
+        std::string::npos);
+}

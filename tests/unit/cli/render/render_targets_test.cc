@@ -95,6 +95,32 @@ TEST_CASE("targets: pytorchjob is a Master (node 0) and nodes - 1 Workers ranked
         kLauncherContainer);
 }
 
+TEST_CASE("targets: an elastic pytorchjob is min..max Workers with the operator's elasticPolicy") {
+  auto p = train_for("pytorchjob", 8);
+  p.train->min_nodes = 2;
+  p.train->restarts = 2;
+  auto r = render_fixed(p);
+  const auto& job = object_of(r, "PyTorchJob");
+  const auto& ep = job["spec"]["elasticPolicy"];
+  CHECK(ep["rdzvBackend"] == "c10d");
+  CHECK(ep["minReplicas"] == 2);
+  CHECK(ep["maxReplicas"] == 8);
+  CHECK(ep["maxRestarts"] == 2);
+  const auto& specs = job["spec"]["pytorchReplicaSpecs"];
+  CHECK_FALSE(specs.contains("Master"));
+  CHECK(specs["Worker"]["replicas"] == 8);
+  const auto& worker = first_container(replica_pod(job, "pytorchReplicaSpecs", "Worker"));
+  CHECK(env_of(worker, "KTRAIN_ELASTIC")["value"] == "2:8");
+  CHECK(env_of(worker, "KTRAIN_ELASTIC_RESTARTS")["value"] == "2");
+  CHECK(env_of(worker, "KTRAIN_MASTER_ADDR")["value"] == "demo-abcde-worker-0");
+  CHECK(env_of(worker, "KTRAIN_NODE_RANK_OFFSET").is_null());
+  // torchrun's c10d store needs no rendezvous Secret: the pods do not wait for one.
+  CHECK(env_of(worker, "KTRAIN_RDZV_SECRET")["valueFrom"]["secretKeyRef"]["optional"] == true);
+  // A fixed count has no elasticPolicy.
+  const auto fixed = render_fixed(train_for("pytorchjob", 8));
+  CHECK_FALSE(object_of(fixed, "PyTorchJob")["spec"].contains("elasticPolicy"));
+}
+
 TEST_CASE("targets: a one-node pytorchjob has a Master alone") {
   auto r = render_fixed(train_for("pytorchjob", 1));
   const auto& specs = object_of(r, "PyTorchJob")["spec"]["pytorchReplicaSpecs"];
