@@ -181,22 +181,6 @@ int finish(const Config& c, int status, const std::string& cause, const std::str
   return status;
 }
 
-/// Whether `program` can be run: a path to an executable, or a name found on PATH.
-bool on_path(const std::string& program, const std::map<std::string, std::string>& env) {
-  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
-  auto it = env.find("PATH");
-  const std::string path = it != env.end() ? it->second : "/usr/local/bin:/usr/bin:/bin";
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    const std::string dir = end > start ? path.substr(start, end - start) : ".";
-    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
-    start = end + 1;
-  }
-  return false;
-}
-
 /// Elastic nodes: torchrun's elastic agent is this node's one worker. It meets the
 /// others at the c10d store on the first node (master_addr:rdzv_port), starts
 /// plan.nproc processes with the environment it gives them, and starts them again
@@ -209,7 +193,7 @@ int run_elastic(const Config& c, const std::map<std::string, std::string>& env,
         "full preflight: the NCCL check across nodes is skipped with elastic nodes (torchrun "
         "decides who takes part); this node's GPUs were checked");
   }
-  if (!on_path(c.torchrun, env)) {
+  if (find_on_path(c.torchrun, {}).empty()) {
     config_error("elastic nodes: cannot find '" + c.torchrun +
                  "' on PATH: the image needs PyTorch's torchrun (pip install torch puts it "
                  "there), or set KTRAIN_TORCHRUN");

@@ -101,4 +101,29 @@ pid_t ProcessSpawner::spawn(const SpawnRequest& request) {
   return pid;
 }
 
+std::string find_on_path(const std::string& name,
+                         const std::vector<std::pair<std::string, std::string>>& env) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  std::string path;
+  for (const auto& [k, v] : env) {
+    if (k == "PATH") path = v;
+  }
+  if (path.empty()) {
+    const char* p = std::getenv("PATH");
+    path = p ? p : "/usr/local/bin:/usr/bin:/bin";
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (!dir.empty()) {
+      std::string full = dir + "/" + name;
+      if (::access(full.c_str(), X_OK) == 0) return full;
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
 }  // namespace ktrain::launch

@@ -48,4 +48,10 @@ void withhold_from_environment();
 std::vector<std::string> merge_environment(
     char** base, const std::vector<std::pair<std::string, std::string>>& overrides);
 
+/// Where execvp finds `name` for a worker with `env` on top of the launcher's
+/// environment: on PATH (the worker's, else the launcher's), or `name` itself when it
+/// holds a '/'; "" when it is not there or not executable.
+std::string find_on_path(const std::string& name,
+                         const std::vector<std::pair<std::string, std::string>>& env);
+
 }  // namespace ktrain::launch

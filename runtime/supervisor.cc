@@ -138,31 +138,6 @@ std::string read_small(const std::string& path) {
   return s;
 }
 
-// `name` on the worker's PATH (its env, else the launcher's), or "".
-std::string find_on_path(const std::string& name,
-                         const std::vector<std::pair<std::string, std::string>>& env) {
-  std::string path;
-  for (const auto& [k, v] : env) {
-    if (k == "PATH") path = v;
-  }
-  if (path.empty()) {
-    const char* p = std::getenv("PATH");
-    path = p ? p : "/usr/local/bin:/usr/bin:/bin";
-  }
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (!dir.empty()) {
-      std::string full = dir + "/" + name;
-      if (::access(full.c_str(), X_OK) == 0) return full;
-    }
-    start = end + 1;
-  }
-  return "";
-}
-
 // Runs `argv` with its output captured, for at most `limit_s` (then SIGKILL).
 std::string run_capture(const std::vector<std::string>& argv, double limit_s) {
   int p[2];

@@ -2,7 +2,7 @@
 #include "oci/contents.h"
 
 #include <filesystem>
-#include <tuple>
+#include <optional>
 
 #include "base/error.h"
 #include "net/log.h"
@@ -33,20 +33,27 @@ std::string find_launcher(const Env& env) {
   return path;
 }
 
-/// Runs git in `dir` and returns its trimmed output, or "" when git or the repository
-/// is not there.
-std::string git(const Env& env, const std::string& dir, const std::vector<std::string>& args) {
+/// Runs git in `dir` and returns its output, or nullopt when git or the repository is
+/// not there (or git fails).
+std::optional<std::string> git_output(const Env& env, const std::string& dir,
+                                      const std::vector<std::string>& args) {
   auto run = real_helper_runner(env);
   std::vector<std::string> argv = {"git", "-C", dir};
   argv.insert(argv.end(), args.begin(), args.end());
   try {
     auto [status, out] = run(argv, "");
-    if (status != 0) return "";
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    if (status != 0) return std::nullopt;
     return out;
   } catch (const Error&) {
-    return "";
+    return std::nullopt;
   }
+}
+
+/// git_output without the trailing newline; "" when there is none.
+std::string git(const Env& env, const std::string& dir, const std::vector<std::string>& args) {
+  std::string out = git_output(env, dir, args).value_or("");
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
 }
 
 }  // namespace
@@ -128,24 +135,17 @@ Workspace workspace_of(const Env& env, const std::string& context, const project
 }
 
 std::optional<std::vector<std::string>> git_ignored(const Env& env, const std::string& context) {
-  if (git(env, context, {"rev-parse", "--is-inside-work-tree"}) != "true") return std::nullopt;
-  auto run = real_helper_runner(env);
-  int status = 0;
-  std::string out;
-  try {
-    std::tie(status, out) = run({"git", "-C", context, "ls-files", "-z", "--others", "--ignored",
-                                 "--exclude-standard", "--directory"},
-                                "");
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-  if (status != 0) return std::nullopt;
+  // Outside a work tree, git fails: nullopt.
+  const auto out =
+      git_output(env, context,
+                 {"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"});
+  if (!out) return std::nullopt;
   std::vector<std::string> paths;
   std::size_t start = 0;
-  while (start < out.size()) {
-    std::size_t end = out.find('\0', start);
-    if (end == std::string::npos) end = out.size();
-    std::string p = out.substr(start, end - start);
+  while (start < out->size()) {
+    std::size_t end = out->find('\0', start);
+    if (end == std::string::npos) end = out->size();
+    std::string p = out->substr(start, end - start);
     while (!p.empty() && p.back() == '/') p.pop_back();
     if (!p.empty()) paths.push_back(std::move(p));
     start = end + 1;

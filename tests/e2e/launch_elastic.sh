@@ -73,6 +73,10 @@ for r in 0 1; do
 done
 pass "elastic: SIGTERM reaches the workers through torchrun; the node ends 143"
 
+start_node abs "${common[@]}" PATH=/usr/bin:/bin KTRAIN_TORCHRUN="$WORK/bin/torchrun" -- true
+expect_status abs 0
+pass "elastic: KTRAIN_TORCHRUN names the agent by its path, off PATH"
+
 start_node nort "${common[@]}" PATH=/usr/bin:/bin -- true
 expect_status nort 78
 grep -q "cannot find 'torchrun' on PATH: the image needs PyTorch's torchrun" "$WORK/nort.err" ||
