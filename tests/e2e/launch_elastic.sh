@@ -89,4 +89,8 @@ start_node badrange "${common[@]}" KTRAIN_ELASTIC=4:2 -- true
 expect_status badrange 78
 grep -q "KTRAIN_ELASTIC: the fewest nodes (4) are more than the most (2)" "$WORK/badrange.err" ||
   fail "elastic 4:2: $(cat "$WORK/badrange.err")"
-pass "elastic: no torchrun, another framework, a bad range: 78 with what is wrong"
+start_node norange "${common[@]}" KTRAIN_ELASTIC=8 -- true
+expect_status norange 78
+grep -q "KTRAIN_ELASTIC: '8' is not min:max (like 2:8)" "$WORK/norange.err" ||
+  fail "elastic 8: $(cat "$WORK/norange.err")"
+pass "elastic: no torchrun, another framework, a bad range, no range: 78 with what is wrong"
