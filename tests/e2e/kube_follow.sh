@@ -29,8 +29,8 @@ pods:
   - {match: {job: "deleted-*"}, lineCount: 5, linePattern: "[rank {index}] held {i}", hold: true}
   # interrupted: 200 lines at once, then quiet; the test stops the follower.
   - {match: {job: "interrupted-*"}, lineCount: 200, lineRate: 100000, linePattern: "[rank {index}] burst {i}", hold: true}
-  # asked: 2 ranks, 60 lines in 3 s, followed while the pod watch is late.
-  - {match: {job: "asked-*"}, lineCount: 60, lineRate: 20, linePattern: "[rank {index}] asked {i}"}
+  # asked: 2 ranks, 60 lines in 6 s, followed while the pod watch is late.
+  - {match: {job: "asked-*"}, lineCount: 60, lineRate: 10, linePattern: "[rank {index}] asked {i}"}
   # watched: slow to schedule and start, so that status --watch sees every phase.
   - {match: {job: "watched-*"}, scheduleDelay: 0.5, startDelay: 0.5, hold: true}
 YAML
@@ -134,7 +134,7 @@ admin DELETE /_test/faults >/dev/null
 
 # --- 1c. Streams that end while the pod watch is late ----------------------------
 # The pods run when the follow starts (the list says so); the pod watch's answer comes
-# 5 s late, after the pods have ended. Each stream ends without the watch saying why,
+# 9 s late, after the pods have ended. Each stream ends without the watch saying why,
 # so ktrain reads its pod, sees the container terminated, and ends with every line.
 project asked 2 0
 run="$("$ktrain" submit -f "$work/asked.yaml" --run-id e1)"
@@ -145,7 +145,7 @@ for _ in $(seq 1 100); do
 done
 expect_eq "$running" 2 "both ranks of the run running before the follow"
 sleep 0.3  # their containers too
-admin POST /_test/faults '{"method": "GET", "path": "/api/v1/namespaces/*/pods", "query": "watch=1", "latencyMs": 5000, "count": 1}' >/dev/null
+admin POST /_test/faults '{"method": "GET", "path": "/api/v1/namespaces/*/pods", "query": "watch=1", "latencyMs": 9000, "count": 1}' >/dev/null
 admin DELETE /_test/requests >/dev/null
 "$ktrain" logs -f "$run" >"$work/asked.out" 2>"$work/asked.err" ||
   fail "logs -f with the pod watch late: $(cat "$work/asked.err")"
