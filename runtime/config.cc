@@ -139,6 +139,10 @@ Config parse_config(const std::vector<std::string>& args, const Env& env) {
       c.version = true;
       return c;
     }
+    if (a == "--latest-checkpoint") {
+      c.latest_checkpoint = true;
+      return c;
+    }
     if (a == "--install" || a.rfind("--install=", 0) == 0) {
       if (a == "--install") {
         if (i + 1 >= args.size()) config_error("--install needs a folder");
@@ -341,6 +345,10 @@ options (each overrides the variable named after it):
   --install DIR           copy ktrain-launch (and ktrain-gpucheck beside it) into
                           DIR and exit: the init container of pods whose image
                           lacks the launcher runs this
+  --latest-checkpoint     print the newest complete checkpoint in KTRAIN_CHECKPOINT_DIR
+                          as one line, "<written, seconds since the epoch> <path>"
+                          (nothing when there is none yet) and exit; 78 when the
+                          variable is not set. `ktrain status` runs this in a pod
   --help                  this text
   --version               the version
 

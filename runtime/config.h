@@ -54,11 +54,14 @@ struct Config {
   bool help = false;
   bool version = false;
   std::string install_dir;  ///< --install DIR: copy the launcher there and exit
+  /// --latest-checkpoint: print the newest complete checkpoint in KTRAIN_CHECKPOINT_DIR
+  /// (what `ktrain status` asks a running pod) and exit
+  bool latest_checkpoint = false;
 };
 
 /// Parses flags (`args` excludes argv[0]) over the environment `env`. Throws
 /// LaunchError(78) with a message naming the flag or variable on any problem.
-/// With --help, --version or --install set, nothing else is validated.
+/// With --help, --version, --install or --latest-checkpoint set, nothing else is validated.
 Config parse_config(const std::vector<std::string>& args,
                     const std::map<std::string, std::string>& env);
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/checkpoint.h"
 #include "runtime/config.h"
 #include "runtime/error.h"
 #include "runtime/install.h"
@@ -36,6 +37,20 @@ int main(int argc, char** argv) {
   }
   if (config.version) {
     std::string text = std::string("ktrain-launch ") + version() + "\n";
+    return ::write(STDOUT_FILENO, text.data(), text.size()) < 0 ? 1 : 0;
+  }
+  if (config.latest_checkpoint) {
+    // Run by `ktrain status` in a live container (pods/exec): it writes no termination
+    // message, which would outlast this command and be taken for the container's end.
+    auto it = env.find("KTRAIN_CHECKPOINT_DIR");
+    if (it == env.end() || it->second.empty()) {
+      log_line("error: KTRAIN_CHECKPOINT_DIR is not set: this run has no checkpoint volume");
+      return 78;
+    }
+    std::string text;
+    if (auto found = latest_checkpoint(it->second)) {
+      text = std::to_string(found->mtime_unix) + " " + found->path + "\n";
+    }
     return ::write(STDOUT_FILENO, text.data(), text.size()) < 0 ? 1 : 0;
   }
   if (!config.install_dir.empty()) {

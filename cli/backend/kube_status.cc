@@ -1,6 +1,9 @@
 // KubeBackend's status: a run's (or service's) object, its pods and the events about
 // them read once or watched until the run ends, and the runs of a sweep with their
 // parameters and exit codes.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,6 +22,7 @@
 #include "base/timefmt.h"
 #include "kube/run_events.h"
 #include "kube/run_state.h"
+#include "kube/streams.h"
 #include "kube/watch.h"
 #include "render/render.h"
 
@@ -40,6 +44,94 @@ RunStatus KubeBackend::status(const std::string& run) {
                [&pods](json& p) { pods.push_back(std::move(p)); });
   if (is_service_kind(found->type.kind)) return kube::describe_service(found->object, pods);
   return describe(ns, run, found->object, pods);
+}
+
+namespace {
+
+/// What was written to `fd` (a memfd), from its start; at most `max` bytes.
+std::string read_back(int fd, std::size_t max) {
+  std::string out;
+  if (::lseek(fd, 0, SEEK_SET) < 0) return out;
+  char buf[4096];
+  while (out.size() < max) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out.substr(0, max);
+}
+
+/// The first line of `text`, without its end.
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  while (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
+}  // namespace
+
+void KubeBackend::read_checkpoint(const std::string& run, RunStatus& st) {
+  (void)run;
+  // The lowest running rank: the checkpoint folder is the run's volume, the same in
+  // every pod that mounts it.
+  const RankStatus* rank = nullptr;
+  for (const auto& r : st.ranks) {
+    if (r.phase == "Running" && (!rank || r.index < rank->index)) rank = &r;
+  }
+  if (!rank || rank->pod.empty()) return;
+  const std::string ns = client_.default_namespace();
+  json pod;
+  try {
+    pod = client_.get(kube::object_path(kube::resource_type("v1", "Pod"), ns, rank->pod));
+  } catch (const kube::ApiError&) {
+    return;  // gone since the list: nothing to ask
+  }
+  const auto query = kube::checkpoint_query(pod);
+  if (!query) return;  // no checkpoint volume, or not ktrain-launch's container
+  const std::string where = "node " + std::to_string(rank->index) + " (" + rank->pod + ")";
+  // The launcher's answer and its complaints, kept apart.
+  const int out = ::memfd_create("ktrain-checkpoint", MFD_CLOEXEC);
+  const int err = ::memfd_create("ktrain-checkpoint-err", MFD_CLOEXEC);
+  if (out < 0 || err < 0) {
+    if (out >= 0) ::close(out);
+    if (err >= 0) ::close(err);
+    return;
+  }
+  kube::ExecRequest req;
+  req.ns = ns;
+  req.pod = rank->pod;
+  req.container = query->container;
+  req.command = query->command;
+  req.out_fd = out;
+  req.err_fd = err;
+  req.timeout = std::chrono::seconds(10);
+  try {
+    const kube::ExecResult r = kube::exec(client_, req);
+    const std::string answer = read_back(out, 64 * 1024);
+    if (r.exit_code != 0) {
+      std::string why = first_line(read_back(err, 4096));
+      if (why.empty()) why = r.message;
+      if (why.empty()) why = "exit " + std::to_string(r.exit_code);
+      st.checkpoint_note =
+          "not known: ktrain-launch --latest-checkpoint in " + where + " failed (" + why + ")";
+    } else if (auto seen = kube::parse_latest_checkpoint(answer)) {
+      st.checkpoint = seen->path;
+      st.checkpoint_written = seen->written;
+    } else if (answer.empty()) {
+      st.checkpoint_note = "none yet in " + query->dir;
+    } else {
+      st.checkpoint_note = "not known: " + where + " answered \"" + first_line(answer) +
+                           "\" (an older ktrain-launch?)";
+    }
+  } catch (const kube::ApiError& e) {
+    // No pods/exec here (RBAC), or the pod ended since the list.
+    st.checkpoint_note =
+        "not known: cannot run a command in " + where + " (" + first_line(e.what()) + ")";
+  } catch (const Error& e) {
+    st.checkpoint_note = "not known: " + first_line(e.what());
+  }
+  ::close(out);
+  ::close(err);
 }
 
 std::vector<SweepRun> KubeBackend::sweep_runs(const std::string& sweep) {

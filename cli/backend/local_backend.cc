@@ -328,6 +328,8 @@ RunStatus LocalBackend::status(const std::string& name) {
     if (auto c = launch::latest_checkpoint(v)) {
       st.checkpoint = c->path;
       st.checkpoint_written = std::chrono::system_clock::from_time_t(c->mtime_unix);
+    } else {
+      st.checkpoint_note = "none yet in " + v;
     }
     break;
   }

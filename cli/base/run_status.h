@@ -77,6 +77,9 @@ struct RunStatus {
   /// run's volume is not readable from here) and when it was written.
   std::string checkpoint;
   std::optional<std::chrono::system_clock::time_point> checkpoint_written;
+  /// Where there is no checkpoint to show: "none yet in DIR", or why it is not known
+  /// (a cluster run's pod that could not be asked); "" when the run keeps none.
+  std::string checkpoint_note;
   /// The events about the run's objects, oldest first (a cluster run's; none locally).
   std::vector<RunEvent> events;
 };

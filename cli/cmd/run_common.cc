@@ -395,6 +395,8 @@ nlohmann::ordered_json to_json(const backend::RunStatus& s,
   if (!s.checkpoint.empty()) {
     j["checkpoint"] = {{"path", s.checkpoint}};
     if (s.checkpoint_written) j["checkpoint"]["written"] = format_rfc3339(*s.checkpoint_written);
+  } else if (!s.checkpoint_note.empty()) {
+    j["checkpoint"] = {{"note", s.checkpoint_note}};
   }
   j["firstFailedRank"] = s.first_failed >= 0 ? nlohmann::ordered_json(s.first_failed) : nullptr;
   auto& ranks = j["ranks"] = nlohmann::ordered_json::array();

@@ -41,6 +41,7 @@ struct StatusOptions {
       std::optional<backend::RunStatus> st;
       try {
         st = be->status(run);
+        be->read_checkpoint(run, *st);
       } catch (const UsageError&) {
         throw;
       } catch (const Error& e) {
@@ -277,6 +278,8 @@ struct StatusOptions {
           "Checkpoint: {}{}\n", st.checkpoint,
           st.checkpoint_written ? " (written " + format_age(now - *st.checkpoint_written) + " ago)"
                                 : "");
+    } else if (!st.checkpoint_note.empty()) {
+      *env.out << fmt::format("Checkpoint: {}\n", st.checkpoint_note);
     }
     for (const auto& e : st.explanations) *env.out << fmt::format("Why:        {}\n", e);
     size_t pod_w = 3, node_w = 4;

@@ -4,7 +4,10 @@
 // row per rank and plain-language explanations (unschedulable, image pull, quota,
 // out of memory). Pure functions of JSON, so they are tested without a server.
 
+#include <chrono>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -63,6 +66,27 @@ int pod_rank(const nlohmann::json& pod);
 /// kubectl.kubernetes.io/default-container annotation names (the operators' targets:
 /// pytorch, tensorflow, mpi, node), else "train".
 std::string log_container(const nlohmann::json& pod);
+
+/// How `ktrain status` asks a running pod for its run's newest checkpoint: the
+/// launcher (at render::kLauncherDir) with --latest-checkpoint, in the run's own
+/// container, where that container runs ktrain-launch and has a checkpoint folder
+/// (KTRAIN_CHECKPOINT_DIR). Empty when `pod` (a full object, its env included) has
+/// neither: there is nothing to ask.
+struct CheckpointQuery {
+  std::string container;
+  std::vector<std::string> command;
+  std::string dir;  ///< KTRAIN_CHECKPOINT_DIR
+};
+std::optional<CheckpointQuery> checkpoint_query(const nlohmann::json& pod);
+
+/// The launcher's answer to --latest-checkpoint ("<seconds since the epoch> <path>\n",
+/// or nothing when the folder holds no complete checkpoint yet): the path and when it
+/// was written; nullopt for no checkpoint or an answer of another shape.
+struct CheckpointSeen {
+  std::string path;
+  std::chrono::system_clock::time_point written;
+};
+std::optional<CheckpointSeen> parse_latest_checkpoint(std::string_view answer);
 
 /// Everything `ktrain status` shows, from the Job (or the operator's object of another
 /// train.target: PyTorchJob, TFJob, MPIJob, JobSet, TrainJob; its conditions read the

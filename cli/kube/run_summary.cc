@@ -1,7 +1,10 @@
 // A run's object (Job, Deployment, an operator's) summed up in a RunSummary, and which
 // rank and container a pod is (kube/run_state.h).
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "kube/json_read.h"
 #include "kube/run_state.h"
@@ -59,6 +62,48 @@ std::string log_container(const json& pod) {
     return c;
   }
   return kTrainContainer;
+}
+
+std::optional<CheckpointQuery> checkpoint_query(const json& pod) {
+  const std::string name = log_container(pod);
+  const auto& containers = at_path(pod, {"spec", "containers"});
+  if (!containers.is_array()) return std::nullopt;
+  const std::string launcher = std::string(render::kLauncherDir) + "/ktrain-launch";
+  for (const auto& c : containers) {
+    if (!c.is_object() || c.value("name", "") != name) continue;
+    const auto& cmd = c.value("command", json::array());
+    if (!cmd.is_array() || cmd.empty() || cmd[0] != launcher) return std::nullopt;
+    const auto& env = c.value("env", json::array());
+    if (!env.is_array()) return std::nullopt;
+    for (const auto& e : env) {
+      if (!e.is_object() || e.value("name", "") != "KTRAIN_CHECKPOINT_DIR") continue;
+      const std::string dir = e.contains("value") && e["value"].is_string()
+                                  ? e["value"].get<std::string>()
+                                  : std::string();
+      if (dir.empty()) return std::nullopt;
+      return CheckpointQuery{name, {launcher, "--latest-checkpoint"}, dir};
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<CheckpointSeen> parse_latest_checkpoint(std::string_view answer) {
+  while (!answer.empty() && (answer.back() == '\n' || answer.back() == '\r')) {
+    answer.remove_suffix(1);
+  }
+  const auto space = answer.find(' ');
+  if (answer.empty() || space == std::string_view::npos || space == 0 ||
+      space + 1 == answer.size() || answer.find('\n') != std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::int64_t t = 0;
+  for (char c : answer.substr(0, space)) {
+    if (c < '0' || c > '9' || t > (std::int64_t{1} << 40)) return std::nullopt;
+    t = t * 10 + (c - '0');
+  }
+  return CheckpointSeen{std::string(answer.substr(space + 1)),
+                        std::chrono::system_clock::time_point(std::chrono::seconds(t))};
 }
 
 /// metadata.labels as a map (the string values).

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "kube/fd_util.h"
 
 namespace ktrain::kube {
@@ -146,7 +148,10 @@ ExecResult exec(Client& client, const ExecRequest& req) {
   std::string status_text;
   bool got_status = false;
   std::string msg;
-  while (ws->receive(msg)) {
+  const auto deadline = req.timeout.count() > 0 ? std::chrono::steady_clock::now() + req.timeout
+                                                : std::chrono::steady_clock::time_point::max();
+  bool timed_out = false;
+  while (ws->receive(msg, deadline, timed_out)) {
     if (msg.empty()) continue;
     const char channel = msg[0];
     const char* data = msg.data() + 1;
@@ -164,6 +169,12 @@ ExecResult exec(Client& client, const ExecRequest& req) {
   }
   stop.signal();
   if (input.joinable()) input.join();
+  if (timed_out) {
+    ws->close();
+    throw Error("the command in pod " + req.pod + " did not end within " +
+                    fmt::format("{:g}", static_cast<double>(req.timeout.count()) / 1000) + " s",
+                exit_code::kUnreachable);
+  }
   if (!got_status) {
     std::string why = ws->error();
     throw Error("the stream to pod " + req.pod + " ended before the command's exit status arrived" +

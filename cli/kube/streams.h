@@ -6,6 +6,7 @@
 // WebSocket protocol, which the API server passes through: what port-forward falls back
 // to where the server has no SPDY tunnel, see kube/port_forward.h).
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -44,6 +45,10 @@ struct ExecRequest {
   /// With tty: a file descriptor that becomes readable (one byte each) when the terminal
   /// was resized (a SIGWINCH handler writes to a pipe); -1 = none.
   int resize_fd = -1;
+  /// How long the command may take, from the stream's opening (0 = no limit): then
+  /// exec() closes the stream and throws Error (exit 3). For ktrain's own short
+  /// commands in a pod, which must not hang the verb that asked.
+  std::chrono::milliseconds timeout{0};
 };
 
 /// The end of an exec: the command's exit status, or why it did not run.

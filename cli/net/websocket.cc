@@ -218,8 +218,21 @@ bool WebSocket::send(std::string message) {
 }
 
 bool WebSocket::receive(std::string& message) {
+  bool timed_out = false;
+  return receive(message, std::chrono::steady_clock::time_point::max(), timed_out);
+}
+
+bool WebSocket::receive(std::string& message, std::chrono::steady_clock::time_point deadline,
+                        bool& timed_out) {
+  timed_out = false;
   std::unique_lock<std::mutex> lock(impl_->mu);
-  impl_->cv.wait(lock, [&] { return !impl_->inbox.empty() || impl_->closed; });
+  auto ready = [&] { return !impl_->inbox.empty() || impl_->closed; };
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    impl_->cv.wait(lock, ready);
+  } else if (!impl_->cv.wait_until(lock, deadline, ready)) {
+    timed_out = true;
+    return false;
+  }
   if (impl_->inbox.empty()) return false;
   message = std::move(impl_->inbox.front());
   impl_->inbox.pop_front();

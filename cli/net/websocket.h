@@ -4,6 +4,7 @@
 // and TLS settings, then binary messages flow both ways. Boost.Beast does the
 // handshake and the framing over a net::Tunnel (TCP, and TLS for https).
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,10 @@ class WebSocket {
   /// Waits for the next message; false once the connection is closed (see error()).
   /// One caller at a time.
   bool receive(std::string& message);
+  /// The same, waiting no later than `deadline`: false with `timed_out` set when no
+  /// message came by then (the connection stays open).
+  bool receive(std::string& message, std::chrono::steady_clock::time_point deadline,
+               bool& timed_out);
   /// Sends a normal close and waits (up to a second) for the server's.
   void close();
   /// Why the connection ended: "" for a close that either side asked for, else what

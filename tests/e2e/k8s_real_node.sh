@@ -129,11 +129,24 @@ expect_eq "$(kubectl get pod -l ktrain.dev/run=hello-ddp-a -o jsonpath='{.items[
   "$(cat ddp.built) $(cat ddp.built)" "both pods ran the image build pushed"
 
 echo "== exec into a running rank, through the API server to the kubelet"
-sed -i 's/^  preflight: "off"$/  preflight: "off"\n  env: {HOLD: "120"}/' proj/ktrain.yaml
+# The holding run keeps its checkpoints on an emptyDir (train.volumes, checkpoint: true).
+sed -i 's/^  preflight: "off"$/  preflight: "off"\n  env: {HOLD: "120"}\n  volumes: [{emptyDir: true, mount: \/ckpt, checkpoint: true}]/' proj/ktrain.yaml
 k_ok "submit a holding run" submit -f proj/ktrain.yaml --run-id h
 wait_state real-h Running 90
 k_ok "exec" exec real-h -- sh -c 'echo in-pod $(id -u) $JOB_COMPLETION_INDEX'
 expect_eq "$out" "in-pod 1000 0" "exec ran in the rank's container"
+
+echo "== status: the checkpoint a restart resumes from, asked of the running pod"
+k_ok "status before a checkpoint" status real-h
+expect_contains "$out" "Checkpoint: none yet in /ckpt" "status: no checkpoint yet"
+k_ok "a checkpoint, and one half-written" exec real-h -- sh -c 'mkdir /ckpt/step-10 /ckpt/step-20.tmp'
+k_ok "status with a checkpoint" status real-h
+grep -qE "^Checkpoint: /ckpt/step-10 \(written [0-9]+s ago\)$" <<<"$out" ||
+  fail "status: the checkpoint and its age: $out"
+k_ok "status -o json with a checkpoint" status real-h -o json
+expect_eq "$(json 'd["checkpoint"]["path"], abs(__import__("datetime").datetime.fromisoformat(d["checkpoint"]["written"].replace("Z", "+00:00")).timestamp() - __import__("time").time()) < 600' <<<"$out")" \
+  "('/ckpt/step-10', True)" "status -o json: the checkpoint's path and when it was written"
+echo "ok: status shows the running pod's newest complete checkpoint and its age"
 
 echo "== port-forward to the rank, through the API server to the kubelet"
 "$ktrain" port-forward real-h :8080 >pf.out 2>pf.err &
@@ -170,6 +183,8 @@ wait_state real-h Running 90
 k_ok "exec after resume" exec real-h -- sh -c 'echo back $JOB_COMPLETION_INDEX'
 expect_eq "$out" "back 0" "the resumed rank runs"
 k_ok "delete real-h" delete real-h
+sed -i '/^  volumes: \[{emptyDir: true, mount: \/ckpt, checkpoint: true}\]$/d' proj/ktrain.yaml  # later steps: none
+grep -q "checkpoint: true" proj/ktrain.yaml && fail "the checkpoint volume is still in the project"
 
 echo "== dev --shell: a dev pod on the kubelet, a shell in it"
 out="$(printf 'echo "in $KTRAIN_RUN as $(id -u)"\nexit 3\n' | "$ktrain" dev -f proj/ktrain.yaml --shell 2>dev.err)" && rc=0 || rc=$?

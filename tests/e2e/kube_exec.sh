@@ -37,6 +37,8 @@ pods:
     process: [python3, -m, http.server, "$web_port", --bind, 127.0.0.1, --directory, "$work/site"]
   - match: {job: "stuck-*"}
     unschedulable: true
+  - match: {job: "ckpt-*"}
+    hold: true
 YAML
 start_apiserver "$work/script.yaml"
 trap cleanup EXIT
@@ -176,6 +178,31 @@ k exec web-a -- true
 expect_eq "$rc" "3" "forbidden exec: exit 3 (not allowed, as for every verb)"
 expect_contains "$err" "cannot create resource \"pods/exec\"" "forbidden exec: the server's words"
 admin DELETE /_test/forbid >/dev/null
+
+# status asks a running pod of a run with a checkpoint volume for its newest checkpoint
+# (ktrain-launch --latest-checkpoint, which these pods' images lack); where it cannot,
+# status still answers and says why the checkpoint is not known.
+sed -e 's/name: web/name: ckpt/' \
+  -e 's/^  preflight: "off"$/  preflight: "off"\n  volumes: [{emptyDir: true, mount: \/ckpt, checkpoint: true}]/' \
+  web.yaml >ckpt.yaml
+k_ok "submit ckpt" submit -f ckpt.yaml --run-id a
+for i in $(seq 1 200); do
+  running="$("$ktrain" status ckpt-a -o json | json 'sum(1 for r in d["ranks"] if r["phase"]=="Running")')"
+  [ "$running" = 2 ] && break
+  sleep 0.05
+done
+k status ckpt-a
+expect_eq "$rc" "0" "status when the pod cannot answer: exit 0"
+expect_contains "$out" "Checkpoint: not known: ktrain-launch --latest-checkpoint in node 0 (ckpt-a-0-" \
+  "status: the checkpoint is not known, and why"
+admin POST /_test/forbid '{"verb":"create","resource":"pods/exec","user":"*"}' >/dev/null
+k status ckpt-a -o json
+expect_eq "$rc" "0" "status without pods/exec: exit 0"
+expect_contains "$(json 'd["checkpoint"]["note"]' <<<"$out")" "not known: cannot run a command in node 0" \
+  "status -o json without pods/exec: the note says why"
+expect_contains "$out" 'cannot create resource \"pods/exec\"' "status without pods/exec: the server's words"
+admin DELETE /_test/forbid >/dev/null
+k_ok "delete ckpt-a" delete ckpt-a
 
 # A dropped connection: the stream ends without the exit status.
 "$ktrain" exec web-a -- sh -c 'echo started; sleep 30' >cut.out 2>cut.err &

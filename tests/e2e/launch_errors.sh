@@ -38,3 +38,23 @@ start_node missing -- /nonexistent/train.py
 expect_status missing 127
 expect_termlog missing "rank 0 exited 127"
 pass "worker statuses pass through"
+
+# --latest-checkpoint, which `ktrain status` runs in a live pod: the newest complete
+# checkpoint as "<written> <path>", nothing when there is none, 78 without a folder; it
+# never writes the termination message (the pod's own, read when the container ends).
+ckpt=$WORK/ckpt
+mkdir -p "$ckpt/step-10" "$ckpt/step-20.tmp" "$ckpt/.partial-30"
+touch -d @1700000000 "$ckpt/step-10"
+touch -d @1700000500 "$ckpt/step-20.tmp" "$ckpt/.partial-30"
+out=$(env KTRAIN_CHECKPOINT_DIR="$ckpt" KTRAIN_TERMINATION_LOG="$WORK/probe.termlog" "$LAUNCH" --latest-checkpoint)
+[ "$out" = "1700000000 $ckpt/step-10" ] || fail "--latest-checkpoint printed '$out'"
+mkdir -p "$WORK/none"
+out=$(env KTRAIN_CHECKPOINT_DIR="$WORK/none" "$LAUNCH" --latest-checkpoint)
+[ -z "$out" ] || fail "--latest-checkpoint of an empty folder printed '$out'"
+rc=0
+env -u KTRAIN_CHECKPOINT_DIR KTRAIN_TERMINATION_LOG="$WORK/probe.termlog" "$LAUNCH" --latest-checkpoint \
+  >"$WORK/probe.out" 2>"$WORK/probe.err" || rc=$?
+[ "$rc" = 78 ] || fail "--latest-checkpoint without KTRAIN_CHECKPOINT_DIR exited $rc, want 78"
+grep -q "KTRAIN_CHECKPOINT_DIR is not set" "$WORK/probe.err" || fail "no word of the missing folder: $(cat "$WORK/probe.err")"
+[ ! -e "$WORK/probe.termlog" ] || fail "--latest-checkpoint wrote the termination log"
+pass "--latest-checkpoint: the newest complete checkpoint, nothing, or 78; no termination log"

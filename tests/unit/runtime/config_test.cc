@@ -89,6 +89,10 @@ TEST_CASE("config: a single node needs nothing but the command") {
   CHECK(parse_config({"true"}, {}).command == std::vector<std::string>{"true"});
   CHECK(parse_config({"--help"}, {}).help);
   CHECK(parse_config({"--version"}, {}).version);
+  // --latest-checkpoint needs nothing else (status runs it in a live pod).
+  const Config probe = parse_config({"--latest-checkpoint"}, {});
+  CHECK(probe.latest_checkpoint);
+  CHECK(probe.command.empty());
 }
 
 TEST_CASE("config: problems are errors (78) that name the flag or variable") {
@@ -163,6 +167,8 @@ TEST_CASE("config: --help lists every variable and flag") {
                         "--preflight",
                         "--rdzv-timeout",
                         "--grace-period",
+                        "--latest-checkpoint",
+                        "KTRAIN_CHECKPOINT_DIR",
                         "--help",
                         "--version"}) {
     CHECK_MESSAGE(h.find(v) != std::string::npos, v);

@@ -3,6 +3,10 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "kube/run_state.h"
@@ -223,4 +227,55 @@ TEST_CASE("run state: an operator's object that nothing acted on, or suspended")
   CHECK(st.explanations[0] ==
         "the JobSet cannot create its pods: the namespace's ResourceQuota is used up: pods "
         "\"js-node-0-0\" is forbidden: exceeded quota: q");
+}
+
+TEST_CASE("run state: which container status asks for the checkpoint, and its answer") {
+  using ktrain::kube::checkpoint_query;
+  using ktrain::kube::parse_latest_checkpoint;
+  auto pod = [](json command, json env) {
+    return json{
+        {"metadata", {{"name", "r-0"}}},
+        {"spec",
+         {{"containers",
+           json::array(
+               {{{"name", "sidecar"}, {"command", json::array({"sleep"})}},
+                {{"name", "train"}, {"command", std::move(command)}, {"env", std::move(env)}}})}}}};
+  };
+  const json launcher = json::array({"/opt/ktrain/bin/ktrain-launch", "--"});
+  const json ckpt = json::array({{{"name", "KTRAIN_RUN"}, {"value", "r"}},
+                                 {{"name", "KTRAIN_CHECKPOINT_DIR"}, {"value", "/ckpt"}}});
+  auto q = checkpoint_query(pod(launcher, ckpt));
+  REQUIRE(q);
+  CHECK(q->container == "train");
+  CHECK(q->dir == "/ckpt");
+  CHECK(q->command ==
+        std::vector<std::string>{"/opt/ktrain/bin/ktrain-launch", "--latest-checkpoint"});
+  // No checkpoint volume, a command without the launcher, an empty folder, no env at all:
+  // nothing to ask.
+  CHECK_FALSE(
+      checkpoint_query(pod(launcher, json::array({{{"name", "KTRAIN_RUN"}, {"value", "r"}}}))));
+  CHECK_FALSE(checkpoint_query(pod(json::array({"python3", "train.py"}), ckpt)));
+  CHECK_FALSE(checkpoint_query(
+      pod(launcher, json::array({{{"name", "KTRAIN_CHECKPOINT_DIR"}, {"value", ""}}}))));
+  CHECK_FALSE(checkpoint_query(json{{"spec", {{"containers", json::array()}}}}));
+  // An operator's pod: its default container's.
+  json op = pod(launcher, ckpt);
+  op["metadata"]["annotations"] = {{"kubectl.kubernetes.io/default-container", "pytorch"}};
+  CHECK_FALSE(checkpoint_query(op));
+  op["spec"]["containers"][1]["name"] = "pytorch";
+  REQUIRE(checkpoint_query(op));
+  CHECK(checkpoint_query(op)->container == "pytorch");
+
+  auto seen = parse_latest_checkpoint("1700000000 /ckpt/step 1200\n");
+  REQUIRE(seen);
+  CHECK(seen->path == "/ckpt/step 1200");
+  CHECK(std::chrono::system_clock::to_time_t(seen->written) == 1700000000);
+  CHECK_FALSE(parse_latest_checkpoint(""));  // none yet
+  CHECK_FALSE(parse_latest_checkpoint("\n"));
+  CHECK_FALSE(parse_latest_checkpoint("soon /ckpt/a\n"));
+  CHECK_FALSE(parse_latest_checkpoint("1700000000\n"));
+  CHECK_FALSE(parse_latest_checkpoint("1700000000 \n"));
+  CHECK_FALSE(parse_latest_checkpoint(" /ckpt/a\n"));
+  CHECK_FALSE(parse_latest_checkpoint("1 /a\n2 /b\n"));
+  CHECK_FALSE(parse_latest_checkpoint("99999999999999999999 /a\n"));
 }
