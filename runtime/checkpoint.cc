@@ -1,9 +1,11 @@
 #include "runtime/checkpoint.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <fstream>
+#include <cerrno>
 #include <string_view>
 
 namespace ktrain::launch {
@@ -36,9 +38,16 @@ std::optional<Checkpoint> latest_checkpoint(const std::string& dir) {
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   struct stat st {};
   // A `latest` file that names an entry of the folder.
-  if (std::ifstream in(base + "/latest"); in) {
-    std::string line;
-    std::getline(in, line);
+  if (const int fd = ::open((base + "/latest").c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    // Its first line (a name, so a few hundred bytes at most).
+    char buf[1024];
+    ssize_t n;
+    do {
+      n = ::read(fd, buf, sizeof buf);
+    } while (n < 0 && errno == EINTR);
+    ::close(fd);
+    std::string line(buf, n > 0 ? static_cast<size_t>(n) : 0);
+    line = line.substr(0, line.find('\n'));
     const std::string name = trim(line);
     if (!name.empty() && name.find('/') == std::string::npos && name != "." && name != ".." &&
         ::stat((base + "/" + name).c_str(), &st) == 0) {

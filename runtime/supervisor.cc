@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <map>
 
@@ -132,8 +131,19 @@ int64_t mtime_ms(const std::string& path) {
 }
 
 std::string read_small(const std::string& path) {
-  std::ifstream in(path);
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // (No iostreams: they alone were half of the static launcher's size.)
+  std::string s;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    char buf[4096];
+    while (s.size() < (1u << 20)) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      s.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+  }
   while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
   return s;
 }

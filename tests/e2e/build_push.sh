@@ -212,7 +212,14 @@ lref2=$("$B/ktrain" build --launcher-image "$PROXY/ktrain/launch:t1" 2> /dev/nul
 [ "$(count)" = "$before" ] || fail "the launcher image rebuild uploaded $(( $(count) - before )) bytes"
 if "$B/ktrain" build --launcher-image "Bad:Ref" 2> "$work/lerr"; then fail "a bad --launcher-image was accepted"; fi
 grep -q "^ktrain: error: --launcher-image Bad:Ref: " "$work/lerr" || fail "bad --launcher-image error: $(cat "$work/lerr")"
-echo "launcher image: $lref ($lfiles)"
+lsize=$(skopeo inspect --raw --tls-verify=false "docker://$REGISTRY/ktrain/launch:t1" |
+  python3 -c 'import json, sys; print(sum(l["size"] for l in json.load(sys.stdin)["layers"]))')
+echo "launcher image: $lref ($lfiles): $lsize bytes compressed, $(du -sb "$work/lbundle/rootfs" | cut -f1) bytes unpacked"
+if ! grep -q "^KTRAIN_SANITIZE:BOOL=ON" "$B/CMakeCache.txt" 2>/dev/null; then
+  # Static and stripped, what nothing calls left out (runtime/CMakeLists.txt): the
+  # README's figure. A sanitizer build's launcher is dynamic and larger.
+  [ "$lsize" -lt 1048576 ] || fail "the launcher image's layer is $lsize bytes (the README says under 1 MiB)"
+fi
 
 # runc runs ktrain-launch inside the image with two workers.
 if ! command -v runc > /dev/null; then
