@@ -244,6 +244,63 @@ net::Response Client::send(net::Request req) {
   return resp;
 }
 
+std::vector<std::string> parse_warning_header(std::string_view v) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  auto skip_space = [&] {
+    while (i < v.size() && (v[i] == ' ' || v[i] == '\t')) ++i;
+  };
+  auto token = [&] {
+    const std::size_t b = i;
+    while (i < v.size() && v[i] != ' ' && v[i] != '\t' && v[i] != ',' && v[i] != '"') ++i;
+    return v.substr(b, i - b);
+  };
+  // A quoted string from v[i] == '"'; nullopt when it does not end.
+  auto quoted = [&]() -> std::optional<std::string> {
+    std::string text;
+    for (++i; i < v.size(); ++i) {
+      if (v[i] == '\\' && i + 1 < v.size()) {
+        text += v[++i];
+      } else if (v[i] == '"') {
+        ++i;
+        return text;
+      } else {
+        text += v[i];
+      }
+    }
+    return std::nullopt;
+  };
+  while (i < v.size()) {
+    skip_space();
+    const std::string_view code = token();
+    skip_space();
+    const std::string_view agent = token();
+    skip_space();
+    if (code.empty() || agent.empty() || i >= v.size() || v[i] != '"') break;
+    auto text = quoted();
+    if (!text) break;
+    skip_space();
+    if (i < v.size() && v[i] == '"') {  // a warn-date
+      if (!quoted()) break;
+      skip_space();
+    }
+    if (code == "299" && !text->empty()) out.push_back(std::move(*text));
+    if (i < v.size() && v[i] != ',') break;
+    ++i;  // the comma
+  }
+  return out;
+}
+
+void Client::show_warnings(const net::Response& resp) {
+  for (const auto& [name, value] : resp.headers) {
+    if (!net::iequals(name, "Warning")) continue;
+    for (auto& text : parse_warning_header(value)) {
+      std::lock_guard<std::mutex> lock(warned_mu_);
+      if (warned_.insert(text).second) env_.warn("the API server warns: " + text);
+    }
+  }
+}
+
 net::Response Client::send_unchecked(net::Request req) {
   net::Request with_auth = req;
   credentials_->apply(with_auth);
@@ -254,6 +311,7 @@ net::Response Client::send_unchecked(net::Request req) {
     credentials_->apply(with_auth);
     resp = transport_.perform(with_auth);
   }
+  show_warnings(resp);
   return resp;
 }
 
@@ -307,6 +365,7 @@ std::vector<net::Response> Client::send_all(std::vector<net::Request> reqs) {
     auto second = transport_.perform_all(retry);
     for (size_t k = 0; k < again.size(); ++k) resps[again[k]] = std::move(second[k]);
   }
+  for (const auto& r : resps) show_warnings(r);
   return resps;
 }
 

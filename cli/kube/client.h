@@ -7,7 +7,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -214,12 +216,23 @@ class Client {
 
  private:
   std::string url(const std::string& path, const Query& query) const;
+  /// Prints the API server's warnings in `resp` (its Warning headers: a deprecated API,
+  /// a PodSecurity level the pods would violate), each text once per process, as
+  /// kubectl does.
+  void show_warnings(const net::Response& resp);
 
   ClientConfig config_;
   net::HttpTransport& transport_;
   const Env& env_;
   std::unique_ptr<Credentials> credentials_;
+  std::mutex warned_mu_;
+  std::set<std::string> warned_;
 };
+
+/// The texts of a Warning header's value: `299 - "text"` warnings (RFC 7234, the
+/// form the API server sends), several separated by commas, a date after a text
+/// allowed; quoted-pair escapes undone. Other codes, and what does not parse, are left out.
+std::vector<std::string> parse_warning_header(std::string_view value);
 
 /// The Error for a non-2xx response, decoded from its metav1.Status body: the method and
 /// URL, the status, the server's message and causes. 401 and 403 get plain words naming

@@ -254,6 +254,22 @@ k_ok "status quota" -n team status quota-a
 expect_contains "$out" "State:      Pending" "status: pending for a quota"
 expect_contains "$out" "exceeded quota: gpus" "status: why, with the quota named"
 
+echo "== the API server's warnings: a namespace that warns of PodSecurity restricted"
+kubectl create namespace psa >/dev/null
+kubectl label namespace psa pod-security.kubernetes.io/warn=restricted >/dev/null
+project rooted ok
+printf 'security:\n  runAsUser: 0\n  runAsNonRoot: false\n' >>rooted.yaml
+k_ok "submit as root where PodSecurity warns" -n psa submit -f rooted.yaml --run-id a
+expect_contains "$err" 'ktrain: warning: the API server warns: would violate PodSecurity "restricted:latest": runAsNonRoot != true' \
+  "submit: the real server's PodSecurity warning, as kubectl shows it"
+expect_eq "$(grep -c 'would violate PodSecurity' <<<"$err")" 1 "submit: the warning once"
+project plain ok
+k_ok "submit of ktrain's defaults where PodSecurity warns" -n psa submit -f plain.yaml --run-id a
+[[ $err != *"API server warns"* ]] || fail "ktrain's default pods are not restricted: $err"
+echo "ok: the API server's warnings are shown; ktrain's default pods meet PodSecurity restricted"
+k_ok "delete rooted-a" -n psa delete rooted-a
+k_ok "delete plain-a" -n psa delete plain-a
+
 echo "== events: the scheduler's, the autoscaler's and the quota's, oldest first, explained"
 k_ok "events of the pending run" events big-a
 expect_contains "$out" "Warning  FailedScheduling" "events: the real scheduler's FailedScheduling"

@@ -350,3 +350,38 @@ TEST_CASE("client: stream_lines splits chunks into lines and stops when asked") 
   });
   CHECK(lines.size() == 2);
 }
+
+TEST_CASE("client: the API server's Warning headers are shown once each, as kubectl shows them") {
+  using kube::parse_warning_header;
+  CHECK(parse_warning_header(R"(299 - "would violate PodSecurity \"restricted:latest\"")") ==
+        std::vector<std::string>{R"(would violate PodSecurity "restricted:latest")"});
+  CHECK(parse_warning_header(
+            R"(299 - "one", 299 kube-apiserver "two" "Tue, 01 Dec 2026 10:00:00 GMT")") ==
+        std::vector<std::string>{"one", "two"});
+  CHECK(parse_warning_header(R"(199 - "miscellaneous")").empty());  // not an API warning
+  CHECK(parse_warning_header(R"(299 - "unterminated)").empty());
+  CHECK(parse_warning_header("299 -").empty());
+  CHECK(parse_warning_header("").empty());
+  CHECK(parse_warning_header(R"(299 - "kept", garbage)") == std::vector<std::string>{"kept"});
+
+  Fixture f;
+  f.tr.handler = [](const net::Request&) {
+    auto r = kube_test::json_response(201, {{"kind", "Job"}});
+    r.headers.emplace_back("warning", R"(299 - "batch/v1beta1 is deprecated")");
+    r.headers.emplace_back("Warning", R"(299 - "would violate PodSecurity")");
+    return r;
+  };
+  f.client.get("/apis/batch/v1/namespaces/ml/jobs/a");
+  f.client.get("/apis/batch/v1/namespaces/ml/jobs/b");  // the same warnings: not again
+  CHECK(f.t.err.str() ==
+        "ktrain: warning: the API server warns: batch/v1beta1 is deprecated\n"
+        "ktrain: warning: the API server warns: would violate PodSecurity\n");
+  f.t.env.global.quiet = true;
+  f.tr.handler = [](const net::Request&) {
+    auto r = kube_test::json_response(200, {{"kind", "Job"}});
+    r.headers.emplace_back("Warning", R"(299 - "another")");
+    return r;
+  };
+  f.client.get("/apis/batch/v1/namespaces/ml/jobs/c");
+  CHECK(f.t.err.str().find("another") == std::string::npos);  // --quiet
+}
