@@ -55,12 +55,16 @@ train:
   gpus: 2
   preflight: "off"
 YAML
+# wait_running RUN: until both nodes of RUN run (up to 10 s); $running says how many do.
+wait_running() {
+  for _ in $(seq 1 200); do
+    running="$("$ktrain" status "$1" -o json | json 'sum(1 for r in d["ranks"] if r["phase"]=="Running")')"
+    [ "$running" = 2 ] && break
+    sleep 0.05
+  done
+}
 k_ok "submit" submit -f web.yaml --run-id a
-for i in $(seq 1 200); do
-  running="$("$ktrain" status web-a -o json | json 'sum(1 for r in d["ranks"] if r["phase"]=="Running")')"
-  [ "$running" = 2 ] && break
-  sleep 0.05
-done
+wait_running web-a
 expect_eq "$running" "2" "both nodes run"
 pod0="$("$ktrain" status web-a -o json | json 'd["ranks"][0]["pod"]')"
 pod1="$("$ktrain" status web-a -o json | json 'd["ranks"][1]["pod"]')"
@@ -186,11 +190,8 @@ sed -e 's/name: web/name: ckpt/' \
   -e 's/^  preflight: "off"$/  preflight: "off"\n  volumes: [{emptyDir: true, mount: \/ckpt, checkpoint: true}]/' \
   web.yaml >ckpt.yaml
 k_ok "submit ckpt" submit -f ckpt.yaml --run-id a
-for i in $(seq 1 200); do
-  running="$("$ktrain" status ckpt-a -o json | json 'sum(1 for r in d["ranks"] if r["phase"]=="Running")')"
-  [ "$running" = 2 ] && break
-  sleep 0.05
-done
+wait_running ckpt-a
+expect_eq "$running" "2" "both nodes of ckpt-a run"
 k status ckpt-a
 expect_eq "$rc" "0" "status when the pod cannot answer: exit 0"
 expect_contains "$out" "Checkpoint: not known: ktrain-launch --latest-checkpoint in node 0 (ckpt-a-0-" \
