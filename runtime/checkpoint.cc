@@ -38,13 +38,18 @@ std::optional<Checkpoint> latest_checkpoint(const std::string& dir) {
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   struct stat st {};
   // A `latest` file that names an entry of the folder.
-  if (const int fd = ::open((base + "/latest").c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+  // (O_NONBLOCK: a FIFO named `latest` would otherwise hold the launcher, and a status
+  // that asks it, until something writes to it. Only a regular file is read.)
+  if (const int fd = ::open((base + "/latest").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      fd >= 0) {
     // Its first line (a name, so a few hundred bytes at most).
     char buf[1024];
-    ssize_t n;
-    do {
-      n = ::read(fd, buf, sizeof buf);
-    } while (n < 0 && errno == EINTR);
+    ssize_t n = 0;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      do {
+        n = ::read(fd, buf, sizeof buf);
+      } while (n < 0 && errno == EINTR);
+    }
     ::close(fd);
     std::string line(buf, n > 0 ? static_cast<size_t>(n) : 0);
     line = line.substr(0, line.find('\n'));

@@ -48,6 +48,12 @@ touch -d @1700000000 "$ckpt/step-10"
 touch -d @1700000500 "$ckpt/step-20.tmp" "$ckpt/.partial-30"
 out=$(env KTRAIN_CHECKPOINT_DIR="$ckpt" KTRAIN_TERMINATION_LOG="$WORK/probe.termlog" "$LAUNCH" --latest-checkpoint)
 [ "$out" = "1700000000 $ckpt/step-10" ] || fail "--latest-checkpoint printed '$out'"
+# A FIFO named latest is not read (it would wait for a writer): the newest entry wins.
+mkfifo "$ckpt/latest"
+touch -d @1700000000 "$ckpt/latest"
+out=$(env KTRAIN_CHECKPOINT_DIR="$ckpt" timeout 10 "$LAUNCH" --latest-checkpoint) || fail "--latest-checkpoint with a FIFO named latest: exit $?"
+[ "$out" = "1700000000 $ckpt/step-10" ] || fail "--latest-checkpoint with a FIFO named latest printed '$out'"
+rm "$ckpt/latest"
 mkdir -p "$WORK/none"
 out=$(env KTRAIN_CHECKPOINT_DIR="$WORK/none" "$LAUNCH" --latest-checkpoint)
 [ -z "$out" ] || fail "--latest-checkpoint of an empty folder printed '$out'"

@@ -71,3 +71,18 @@ TEST_CASE("checkpoint: a `latest` file names the checkpoint, when it names one t
   std::ofstream(f.path + "/latest") << "../etc";
   CHECK(latest_checkpoint(f.path)->path == f.path + "/global_step20");
 }
+
+TEST_CASE("checkpoint: a `latest` that is no regular file is not read (a FIFO would block)") {
+  Folder f;
+  f.add("step-1", 100, true);
+  f.add("step-2", 200, true);
+  REQUIRE(::mkfifo((f.path + "/latest").c_str(), 0644) == 0);
+  auto c = latest_checkpoint(f.path);  // returns: the FIFO is not waited on
+  REQUIRE(c.has_value());
+  CHECK(c->path == f.path + "/step-2");
+  fs::remove(f.path + "/latest");
+  fs::create_directory(f.path + "/latest");  // a folder named latest: the same
+  c = latest_checkpoint(f.path);
+  REQUIRE(c.has_value());
+  CHECK(c->path == f.path + "/step-2");
+}
