@@ -137,6 +137,20 @@ struct Cert {
   std::string key() const { return (dir / "key.pem").string(); }
 };
 
+/// A socket listening on 127.0.0.1, on a free port (put in `port`).
+inline int listen_local(int& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(fd, 4) == 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
 /// A server on a raw socket that accepts one connection per function of `serves`,
 /// one after another, on a thread of its own, and hands each to its function after
 /// reading the first request; the connection is closed when the function returns.
@@ -147,15 +161,7 @@ struct RawServer {
   explicit RawServer(std::function<void(int)> serve)
       : RawServer(std::vector<std::function<void(int)>>{std::move(serve)}) {}
   explicit RawServer(std::vector<std::function<void(int)>> serves) {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(::listen(fd, 4) == 0);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
+    fd = listen_local(port);
     thread = std::thread([this, serves = std::move(serves)] {
       for (const auto& serve : serves) {
         int c = ::accept(fd, nullptr, nullptr);

@@ -1,12 +1,10 @@
 // net::WebSocket against a local server of raw sockets: a receive with a deadline ends
-// when nothing comes by then, and still takes a message that comes before it.
+// when nothing comes by then, and still takes a message that comes before it; exec gives
+// up on a command that does not end within its timeout.
 #include "net/websocket.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <doctest/doctest.h>
@@ -21,6 +19,7 @@
 #include "../kube/kube_fakes.h"
 #include "kube/client.h"
 #include "kube/streams.h"
+#include "test_servers.h"
 
 using namespace ktrain::net;
 
@@ -50,15 +49,7 @@ struct QuietServer {
   std::thread thread;
 
   explicit QuietServer(std::string proto = "") : protocol(std::move(proto)) {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(::listen(fd, 1) == 0);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
+    fd = ktrain::net::testing::listen_local(port);
     thread = std::thread([this] { serve(); });
   }
   ~QuietServer() {
