@@ -5,7 +5,8 @@
 # `ktrain build` (busybox-static base, ktrain-launch baked in) then `submit --follow`
 # of a run through ktrain-launch, `submit --sync` of an edit without a rebuild (one node, then two that meet by the headless
 # Service's names, which a DNS stand-in answers), examples/hello-ddp on a Python base
-# image made from the host's python3, status, logs, exec and port-forward (through the API
+# image made from the host's python3, status (a checkpoint and its age, asked of the running
+# pod), logs, exec and port-forward (through the API
 # server to the kubelet), exec -it with a terminal, stop and resume, dev --shell, top
 # from the kubelet's /stats/summary, a stock image with the
 # launcher from the launcher image (named, or pushed by submit where the project names

@@ -3,7 +3,7 @@
 # and scheduler of Kubernetes 1.36, the node agent running pods as processes),
 # with kubectl as the reference: submit (again with the same --run-id changes
 # nothing; --dry-run=server), render | kubectl apply -f -, list, status (succeeded, a failed rank, pending
-# for GPUs no node has, pending for a quota), events (and status --events), logs (--rank, --tail, --grep, --save,
+# for GPUs no node has, pending for a quota), the API server's warnings (PodSecurity), events (and status --events), logs (--rank, --tail, --grep, --save,
 # --timestamps), submit --wait (0, 1, 124), a finished run's TTL (nothing left
 # behind), delete, and the user RBAC grants nothing (exit 3, nothing created).
 set -euo pipefail

@@ -5,7 +5,8 @@
 # the exit status; stdin to its end (v5's close), 1 MiB of binary stdin back intact;
 # --node and --rank; a terminal (its size, a resize, Ctrl-C) under script(1); a command
 # that does not exist; a dropped connection (POST /_test/cut); forbidden; a pod that is
-# not running; no such run; --local; usage errors. port-forward: several connections at
+# not running; no such run; --local; usage errors; status's question for a checkpoint
+# that the pod cannot answer, or that pods/exec forbids. port-forward: several connections at
 # once to the pod's HTTP server, :REMOTE, a port nothing listens on, and the end of the
 # pod ending it with a message; kubectl port-forward (SPDY in WebSocket) the same way,
 # with 2 MB up to the pod as well.
