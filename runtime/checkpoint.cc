@@ -1,12 +1,11 @@
 #include "runtime/checkpoint.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <string_view>
+
+#include "runtime/read_file.h"
 
 namespace ktrain::launch {
 namespace {
@@ -38,21 +37,10 @@ std::optional<Checkpoint> latest_checkpoint(const std::string& dir) {
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   struct stat st {};
   // A `latest` file that names an entry of the folder.
-  // (O_NONBLOCK: a FIFO named `latest` would otherwise hold the launcher, and a status
-  // that asks it, until something writes to it. Only a regular file is read.)
-  if (const int fd = ::open((base + "/latest").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-      fd >= 0) {
-    // Its first line (a name, so a few hundred bytes at most).
-    char buf[1024];
-    ssize_t n = 0;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-      do {
-        n = ::read(fd, buf, sizeof buf);
-      } while (n < 0 && errno == EINTR);
-    }
-    ::close(fd);
-    std::string line(buf, n > 0 ? static_cast<size_t>(n) : 0);
-    line = line.substr(0, line.find('\n'));
+  // (Only a regular file: a FIFO named `latest` would hold the launcher, and a status
+  // that asks it, until something wrote to it.)
+  if (const auto text = read_regular_file(base + "/latest", 1024)) {
+    const std::string line = text->substr(0, text->find('\n'));
     const std::string name = trim(line);
     if (!name.empty() && name.find('/') == std::string::npos && name != "." && name != ".." &&
         ::stat((base + "/" + name).c_str(), &st) == 0) {

@@ -9,8 +9,10 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <utility>
 
 #include "runtime/net.h"
+#include "runtime/read_file.h"
 #include "runtime/sha256.h"
 
 namespace ktrain::launch {
@@ -37,16 +39,11 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// (No iostreams: they would add their start-up cost to every launcher start.)
 bool read_file(const std::string& path, std::string& out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  out.clear();
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return n == 0;
+  auto text = read_regular_file(path, std::size_t{64} << 20);
+  if (!text) return false;
+  out = std::move(*text);
+  return true;
 }
 
 bool is_ipv4(const std::string& s) {

@@ -20,6 +20,7 @@
 
 #include "runtime/error.h"
 #include "runtime/net.h"
+#include "runtime/read_file.h"
 #include "runtime/termination_log.h"
 
 namespace ktrain::launch {
@@ -131,19 +132,7 @@ int64_t mtime_ms(const std::string& path) {
 }
 
 std::string read_small(const std::string& path) {
-  // (No iostreams: they alone were half of the static launcher's size.)
-  std::string s;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    char buf[4096];
-    while (s.size() < (1u << 20)) {
-      const ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      s.append(buf, static_cast<size_t>(n));
-    }
-    ::close(fd);
-  }
+  std::string s = read_regular_file(path).value_or("");
   while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
   return s;
 }

@@ -146,13 +146,10 @@ class Backend {
                           const std::function<bool()>& cancelled) = 0;
   /// The status of one run; throws Error (exit 1) "run X not found" when unknown.
   virtual RunStatus status(const std::string& run) = 0;
-  /// Fills st.checkpoint (or st.checkpoint_note) where status(run) could not: a cluster
-  /// run's checkpoint volume is read through one of its running pods (one more round
-  /// trip, which only `ktrain status` takes). `st` is status(run)'s.
-  virtual void read_checkpoint(const std::string& run, RunStatus& st) {
-    (void)run;
-    (void)st;
-  }
+  /// Fills st.checkpoint (or st.checkpoint_note) where status() could not, from the
+  /// status() it made: a cluster run's checkpoint volume is read through one of its
+  /// running pods (one more round trip, which only `ktrain status` takes).
+  virtual void read_checkpoint(RunStatus& st) { (void)st; }
   /// Streams the run's logs into `sink` (until the run ends when following).
   virtual void logs(const std::string& run, const LogOptions& opts, const LogSink& sink) = 0;
   /// Deletes everything the run created; stops it if running.

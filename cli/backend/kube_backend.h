@@ -63,7 +63,7 @@ class KubeBackend : public Backend {
   /// The Job's conditions, one row per rank, and explanations from pod conditions,
   /// container states and events. Throws Error (exit 1) when there is no such run.
   RunStatus status(const std::string& run) override;
-  void read_checkpoint(const std::string& run, RunStatus& st) override;
+  void read_checkpoint(RunStatus& st) override;
 
   /// Watches the run's Job and pods (list, then watch; bookmarks; a relist on 410
   /// Gone) and calls `on_change` whenever the status changes, until the run ends.

@@ -70,8 +70,7 @@ std::string first_line(const std::string& text) {
 
 }  // namespace
 
-void KubeBackend::read_checkpoint(const std::string& run, RunStatus& st) {
-  (void)run;
+void KubeBackend::read_checkpoint(RunStatus& st) {
   // The lowest running rank: the checkpoint folder is the run's volume, the same in
   // every pod that mounts it.
   const RankStatus* rank = nullptr;

@@ -41,7 +41,7 @@ struct StatusOptions {
       std::optional<backend::RunStatus> st;
       try {
         st = be->status(run);
-        be->read_checkpoint(run, *st);
+        be->read_checkpoint(*st);
       } catch (const UsageError&) {
         throw;
       } catch (const Error& e) {
